@@ -1,0 +1,48 @@
+package emu
+
+// Counters are the per-direction statistics of a link. All fields are
+// cumulative since the pipeline was built; subtract two snapshots (Sub) for the
+// figures of an interval.
+type Counters struct {
+	PacketsIn   uint64 // packets offered to the link
+	BytesIn     uint64 // bytes offered to the link
+	PacketsOut  uint64 // packets delivered by the link (duplicates included)
+	BytesOut    uint64 // bytes delivered by the link
+	DropLoss    uint64 // packets dropped by the loss model (random or gemodel)
+	DropQueue   uint64 // packets dropped because the queue was full (limit / queue / codel)
+	DropCorrupt uint64 // packets corrupted (delivered with a flipped bit; the receiver's checksum drops them)
+	DropOff     uint64 // packets dropped during an onoff blackout
+	Duplicated  uint64 // extra copies made by duplicate
+	Reordered   uint64 // packets delivered before a packet that entered the link earlier
+	// Queue delay: time from entering the link to leaving it, minus the
+	// configured propagation delay and jitter (i.e. time spent waiting for the
+	// rate limiter / trace / blackout), over delivered packets.
+	QueueDelaySumNs uint64
+	QueueDelayMaxNs uint64
+}
+
+// Sub returns c - prev for the cumulative fields; QueueDelayMaxNs is c's.
+func (c Counters) Sub(prev Counters) Counters {
+	return Counters{
+		PacketsIn:       c.PacketsIn - prev.PacketsIn,
+		BytesIn:         c.BytesIn - prev.BytesIn,
+		PacketsOut:      c.PacketsOut - prev.PacketsOut,
+		BytesOut:        c.BytesOut - prev.BytesOut,
+		DropLoss:        c.DropLoss - prev.DropLoss,
+		DropQueue:       c.DropQueue - prev.DropQueue,
+		DropCorrupt:     c.DropCorrupt - prev.DropCorrupt,
+		DropOff:         c.DropOff - prev.DropOff,
+		Duplicated:      c.Duplicated - prev.Duplicated,
+		Reordered:       c.Reordered - prev.Reordered,
+		QueueDelaySumNs: c.QueueDelaySumNs - prev.QueueDelaySumNs,
+		QueueDelayMaxNs: c.QueueDelayMaxNs,
+	}
+}
+
+// MeanQueueDelayNs is the mean queue delay over delivered packets.
+func (c Counters) MeanQueueDelayNs() float64 {
+	if c.PacketsOut == 0 {
+		return 0
+	}
+	return float64(c.QueueDelaySumNs) / float64(c.PacketsOut)
+}
