@@ -1,0 +1,143 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/quicbench/quicbench/workload"
+)
+
+// ProgressMode selects how a run reports its progress.
+type ProgressMode int
+
+// Progress modes.
+const (
+	ProgressBar   ProgressMode = iota // a one-line bar on a terminal, redrawn in place
+	ProgressLines                     // one plain line per sample (logs, CI)
+	ProgressJSON                      // one JSON object per sample (scripts)
+	ProgressQuiet                     // nothing
+)
+
+// Event is what the runner reports after each sample.
+type Event struct {
+	Done      int           `json:"done"`  // samples taken in this run, resumed ones included
+	Total     int           `json:"total"` // samples planned
+	Cell      string        `json:"cell"`
+	Iteration int           `json:"iteration"`
+	Warmup    bool          `json:"warmup"`
+	Protocol  string        `json:"protocol"`
+	Status    string        `json:"status"`
+	Value     float64       `json:"value"`
+	Unit      string        `json:"unit"`
+	Error     string        `json:"error,omitempty"`
+	Overhead  time.Duration `json:"overhead_ns"`
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	ETA       time.Duration `json:"eta_ns"`
+}
+
+// progress renders events. Running medians are kept per protocol for the
+// current cell group so a user sees the comparison take shape.
+type progress struct {
+	w       io.Writer
+	mode    ProgressMode
+	group   string
+	running map[string][]float64
+	unit    string
+}
+
+func newProgress(w io.Writer, mode ProgressMode) *progress {
+	return &progress{w: w, mode: mode, running: map[string][]float64{}}
+}
+
+func (p *progress) update(group string, ev Event) {
+	if group != p.group {
+		p.group = group
+		p.running = map[string][]float64{}
+		if p.mode == ProgressBar {
+			fmt.Fprintln(p.w)
+		}
+	}
+	if ev.Status == "ok" && !ev.Warmup {
+		p.running[ev.Protocol] = append(p.running[ev.Protocol], ev.Value)
+	}
+	p.unit = ev.Unit
+	switch p.mode {
+	case ProgressQuiet:
+	case ProgressJSON:
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(p.w, "%s\n", b)
+	case ProgressLines:
+		fmt.Fprintf(p.w, "%s %s\n", p.counter(ev), p.describe(ev))
+	default:
+		const width = 24
+		fill := 0
+		if ev.Total > 0 {
+			fill = ev.Done * width / ev.Total
+		}
+		bar := strings.Repeat("#", fill) + strings.Repeat(".", width-fill)
+		fmt.Fprintf(p.w, "\r\033[K[%s] %s %s", bar, p.counter(ev), p.describe(ev))
+	}
+}
+
+func (p *progress) counter(ev Event) string {
+	eta := "?"
+	if ev.ETA > 0 {
+		eta = ev.ETA.Round(time.Second).String()
+	}
+	return fmt.Sprintf("%d/%d eta %s", ev.Done, ev.Total, eta)
+}
+
+func (p *progress) describe(ev Event) string {
+	it := fmt.Sprintf("it %d", ev.Iteration)
+	if ev.Warmup {
+		it = "warm-up"
+	}
+	s := fmt.Sprintf("%s %s", ev.Cell, it)
+	if ev.Status != "ok" {
+		s += " " + ev.Status
+		if ev.Error != "" {
+			s += ": " + firstLine(ev.Error, 60)
+		}
+	}
+	protos := make([]string, 0, len(p.running))
+	for k := range p.running {
+		protos = append(protos, k)
+	}
+	sort.Strings(protos)
+	var med []string
+	for _, k := range protos {
+		v := append([]float64(nil), p.running[k]...)
+		sort.Float64s(v)
+		med = append(med, fmt.Sprintf("%s %.4g", k, workload.NearestRank(v, 0.5)))
+	}
+	if len(med) > 0 {
+		s += " | median " + strings.Join(med, ", ") + " " + p.unit
+	}
+	return s
+}
+
+func (p *progress) finish() {
+	if p.mode == ProgressBar {
+		fmt.Fprintln(p.w)
+	}
+}
+
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// eta estimates the remaining time from the mean time per sample so far.
+func eta(elapsed time.Duration, doneThisRun, remaining int) time.Duration {
+	if doneThisRun == 0 {
+		return 0
+	}
+	return elapsed / time.Duration(doneThisRun) * time.Duration(remaining)
+}

@@ -1,0 +1,72 @@
+package workload
+
+import (
+	"testing"
+	"time"
+)
+
+func TestJitter(t *testing.T) {
+	cases := []struct {
+		in   []float64
+		want float64
+	}{
+		{nil, 0},
+		{[]float64{5}, 0},
+		{[]float64{10, 12, 9, 9}, (2.0 + 3.0 + 0.0) / 3},
+		{[]float64{1, 1, 1}, 0},
+	}
+	for _, c := range cases {
+		if got := Jitter(c.in); got != c.want {
+			t.Errorf("Jitter(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+func TestGoodput(t *testing.T) {
+	if got := GoodputMbps(1_000_000, time.Second); got != 8 {
+		t.Fatalf("1 MB in 1 s = %v Mbit/s, want 8", got)
+	}
+	if got := GoodputMbps(1000, 0); got != 0 {
+		t.Fatalf("zero duration gives %v, want 0", got)
+	}
+}
+
+func TestBinsKeepsEmptyBins(t *testing.T) {
+	pts := Bins([]Chunk{{T: 1e6, N: 100}, {T: 2e6, N: 50}, {T: 35e6, N: 10}}, 10e6)
+	if len(pts) != 4 {
+		t.Fatalf("got %d bins, want 4", len(pts))
+	}
+	want := []float64{150, 0, 0, 10}
+	for i, p := range pts {
+		if p.V != want[i] || p.T != int64(i)*10e6 {
+			t.Errorf("bin %d = %+v, want T=%d V=%v", i, p, int64(i)*10e6, want[i])
+		}
+	}
+}
+
+func TestIntervals(t *testing.T) {
+	// arrivals at 0, 50, 100, 250, 300 ms: gaps 50, 50, 150, 50
+	ms := int64(time.Millisecond)
+	st := Intervals([]int64{0, 50 * ms, 100 * ms, 250 * ms, 300 * ms}, 100*time.Millisecond)
+	if st.P50 != 50 || st.P95 != 150 || st.Max != 150 || st.Stalls != 1 {
+		t.Fatalf("got %+v", st)
+	}
+	if len(st.Intervals) != 4 {
+		t.Fatalf("want 4 intervals, got %d", len(st.Intervals))
+	}
+}
+
+func TestNearestRank(t *testing.T) {
+	s := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for q, want := range map[float64]float64{0.5: 5, 0.95: 10, 0.1: 1, 0.11: 2, 1: 10} {
+		if got := NearestRank(s, q); got != want {
+			t.Errorf("q=%v: got %v want %v", q, got, want)
+		}
+	}
+}
+
+func TestSpan(t *testing.T) {
+	if got := Span([]int64{5, 3, 9}, []int64{10, 20, 15}); got != 17 {
+		t.Fatalf("span = %d, want 17", got)
+	}
+}
