@@ -1,0 +1,264 @@
+// Package sites generates the static web sites of quicbench's `site` test:
+// three synthetic sites shaped like those of the three-host study (D), with
+// its request counts and page weights, and deterministic content so that
+// every run and every protocol serves the same bytes.
+//
+// A site is an index.html referencing style sheets, scripts and images;
+// images are valid PNG files (random pixels, padded to the exact size with
+// an ancillary chunk), so a browser decodes and paints them.
+package sites
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"image"
+	"image/png"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Shape is the recipe of a generated site.
+type Shape struct {
+	Name     string // e.g. "site-39x3mb"
+	Requests int    // total requests of a page load, the document included
+	Bytes    int64  // total page weight in bytes, the document included
+	CSS, JS  int    // number of style sheets and scripts; the rest are images
+}
+
+// Builtin lists the generated sites (study D: 3 MB in 39 requests, 1 MB in 19,
+// 2 MB in 56; sizes in decimal megabytes).
+var Builtin = []Shape{
+	{Name: "site-39x3mb", Requests: 39, Bytes: 3_000_000, CSS: 3, JS: 6},
+	{Name: "site-19x1mb", Requests: 19, Bytes: 1_000_000, CSS: 2, JS: 3},
+	{Name: "site-56x2mb", Requests: 56, Bytes: 2_000_000, CSS: 4, JS: 10},
+}
+
+// Lookup returns the built-in shape with the given name.
+func Lookup(name string) (Shape, bool) {
+	for _, s := range Builtin {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Shape{}, false
+}
+
+// Names returns the names of the built-in sites.
+func Names() []string {
+	var n []string
+	for _, s := range Builtin {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// File is one generated file: its path relative to the site root and its
+// content.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Build generates the files of a site. The first file is index.html; the
+// sizes of all files add up to s.Bytes and there are s.Requests files.
+func Build(s Shape) ([]File, error) {
+	images := s.Requests - 1 - s.CSS - s.JS
+	if images < 0 || s.Requests < 1 {
+		return nil, fmt.Errorf("site %s: %d requests cannot hold %d style sheets and %d scripts", s.Name, s.Requests, s.CSS, s.JS)
+	}
+	rng := rand.New(rand.NewPCG(uint64(s.Requests), uint64(s.Bytes)))
+	type item struct {
+		path   string
+		weight float64
+	}
+	var items []item
+	for i := 0; i < s.CSS; i++ {
+		items = append(items, item{fmt.Sprintf("css/style%d.css", i), 0.5 + rng.Float64()})
+	}
+	for i := 0; i < s.JS; i++ {
+		items = append(items, item{fmt.Sprintf("js/app%d.js", i), 1 + 2*rng.Float64()})
+	}
+	for i := 0; i < images; i++ {
+		// image sizes vary over an order of magnitude, as on real pages
+		items = append(items, item{fmt.Sprintf("img/photo%d.png", i), 0.5 + 9*rng.Float64()*rng.Float64()})
+	}
+	paths := make([]string, len(items))
+	for i, it := range items {
+		paths[i] = it.path
+	}
+	html := indexHTML(s, paths)
+	docBytes := int64(len(html))
+	remaining := s.Bytes - docBytes
+	if remaining < int64(len(items))*minSize {
+		return nil, fmt.Errorf("site %s: %d bytes is too small for %d resources", s.Name, s.Bytes, len(items))
+	}
+	var total float64
+	for _, it := range items {
+		total += it.weight
+	}
+	sizes := make([]int64, len(items))
+	var assigned int64
+	for i, it := range items {
+		sizes[i] = max(minSize, int64(float64(remaining)*it.weight/total))
+		assigned += sizes[i]
+	}
+	if len(sizes) > 0 {
+		// give the rounding remainder to the largest resource
+		big := 0
+		for i := range sizes {
+			if sizes[i] > sizes[big] {
+				big = i
+			}
+		}
+		sizes[big] += remaining - assigned
+	}
+	files := []File{{Path: "index.html", Data: html}}
+	for i, it := range items {
+		var data []byte
+		var err error
+		switch {
+		case strings.HasSuffix(it.path, ".css"):
+			data = textFile(rng, sizes[i], "/* quicbench generated style sheet */\n", ".c%d{margin:%dpx;padding:%dpx;color:#%06x}\n")
+		case strings.HasSuffix(it.path, ".js"):
+			data = textFile(rng, sizes[i], "// quicbench generated script\n", "var v%d=%d+%d;void(%#x);\n")
+		default:
+			data, err = pngOfSize(rng, sizes[i])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("site %s: %s: %w", s.Name, it.path, err)
+		}
+		files = append(files, File{Path: it.path, Data: data})
+	}
+	return files, nil
+}
+
+// minSize is the smallest resource generated (and the PNG padding needs room).
+const minSize = 1024
+
+// indexHTML writes the document: style sheets in the head, images in the
+// body, scripts deferred at the end, and a data: favicon so that browsers do
+// not request /favicon.ico.
+func indexHTML(s Shape, paths []string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>%s</title>\n<link rel=\"icon\" href=\"data:,\">\n", s.Name)
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".css") {
+			fmt.Fprintf(&b, "<link rel=\"stylesheet\" href=\"%s\">\n", p)
+		}
+	}
+	fmt.Fprintf(&b, "</head><body>\n<h1>%s</h1>\n<p>A synthetic site generated by quicbench: %d requests, %d bytes.</p>\n", s.Name, s.Requests, s.Bytes)
+	for i, p := range paths {
+		if strings.HasSuffix(p, ".png") {
+			fmt.Fprintf(&b, "<img src=\"%s\" width=\"160\" height=\"120\" alt=\"image %d\">\n", p, i)
+		}
+	}
+	for _, p := range paths {
+		if strings.HasSuffix(p, ".js") {
+			fmt.Fprintf(&b, "<script src=\"%s\" defer></script>\n", p)
+		}
+	}
+	b.WriteString("</body></html>\n")
+	return b.Bytes()
+}
+
+// textFile fills size bytes with lines of the given format.
+func textFile(rng *rand.Rand, size int64, header, line string) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	b.WriteString(header)
+	for i := 0; int64(b.Len()) < size; i++ {
+		fmt.Fprintf(b, line, i, rng.IntN(64), rng.IntN(64), rng.IntN(1<<24))
+	}
+	out := b.Bytes()[:size]
+	out[size-1] = '\n'
+	return out
+}
+
+// pngOfSize encodes a PNG of random pixels slightly smaller than size and pads
+// it to exactly size bytes with a private ancillary chunk ("qbPd") placed
+// before IEND, which decoders skip.
+func pngOfSize(rng *rand.Rand, size int64) ([]byte, error) {
+	const overhead = 12 // length, type and CRC of the padding chunk
+	// Random RGBA pixels barely compress: about 4 bytes per pixel plus some
+	// hundred bytes of headers. Start from that estimate and shrink until the
+	// encoding leaves room for the padding chunk.
+	side := int(math.Sqrt(float64(size-300) / 4.1))
+	var enc []byte
+	for ; side >= 1; side = side * 9 / 10 {
+		img := image.NewNRGBA(image.Rect(0, 0, side, side))
+		for i := range img.Pix {
+			img.Pix[i] = uint8(rng.UintN(256))
+		}
+		for i := 3; i < len(img.Pix); i += 4 {
+			img.Pix[i] = 255
+		}
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			return nil, err
+		}
+		if int64(buf.Len())+overhead <= size {
+			enc = buf.Bytes()
+			break
+		}
+	}
+	if enc == nil {
+		return nil, fmt.Errorf("%d bytes is too small for a PNG", size)
+	}
+	pad := size - int64(len(enc)) - overhead
+	iend := len(enc) - 12 // the IEND chunk is the last 12 bytes
+	var chunk bytes.Buffer
+	var hdr [8]byte
+	binary.BigEndian.PutUint32(hdr[:4], uint32(pad))
+	copy(hdr[4:], "qbPd")
+	chunk.Write(hdr[:])
+	chunk.Write(make([]byte, pad))
+	crc := crc32.ChecksumIEEE(chunk.Bytes()[4:])
+	var c [4]byte
+	binary.BigEndian.PutUint32(c[:], crc)
+	chunk.Write(c[:])
+	out := make([]byte, 0, size)
+	out = append(out, enc[:iend]...)
+	out = append(out, chunk.Bytes()...)
+	out = append(out, enc[iend:]...)
+	return out, nil
+}
+
+// Write generates the site into dir (created if needed).
+func Write(dir string, s Shape) error {
+	files, err := Build(s)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteAll generates every built-in site under root, one directory per site
+// name, and returns the map name -> directory.
+func WriteAll(root string) (map[string]string, error) {
+	dirs := map[string]string{}
+	names := Names()
+	sort.Strings(names)
+	for _, n := range names {
+		s, _ := Lookup(n)
+		d := filepath.Join(root, n)
+		if err := Write(d, s); err != nil {
+			return nil, err
+		}
+		dirs[n] = d
+	}
+	return dirs, nil
+}
