@@ -133,3 +133,24 @@ func Span(starts, ends []int64) int64 {
 
 // Ms converts nanoseconds to milliseconds.
 func Ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// EmptyBinsInside counts the bins with no bytes between a stream's first and
+// last non-empty bin: the 10 ms periods in which a started stream stalled.
+func EmptyBinsInside(bins []model.Point) int {
+	first, last := -1, -1
+	for i, b := range bins {
+		if b.V > 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	n := 0
+	for i := first + 1; i < last; i++ {
+		if bins[i].V == 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"github.com/quicbench/quicbench/endpoint"
 	"testing"
 	"time"
 )
@@ -68,5 +69,26 @@ func TestNearestRank(t *testing.T) {
 func TestSpan(t *testing.T) {
 	if got := Span([]int64{5, 3, 9}, []int64{10, 20, 15}); got != 17 {
 		t.Fatalf("span = %d, want 17", got)
+	}
+}
+
+func TestEmptyBinsInside(t *testing.T) {
+	pts := Bins([]Chunk{{T: 25e6, N: 1}, {T: 55e6, N: 1}, {T: 65e6, N: 1}}, 10e6)
+	// bins: 0 0 1 0 0 1 1 -> two empty bins between the first and last byte
+	if got := EmptyBinsInside(pts); got != 2 {
+		t.Fatalf("got %d, want 2", got)
+	}
+	if got := EmptyBinsInside(nil); got != 0 {
+		t.Fatalf("no bins: got %d", got)
+	}
+}
+
+func TestSegmentArrivals(t *testing.T) {
+	// three segments of 10 bytes arriving in chunks that straddle boundaries
+	chunks := []endpoint.Chunk{{T: 1, Bytes: 6}, {T: 2, Bytes: 6}, {T: 3, Bytes: 18}}
+	got := SegmentArrivals(chunks, 10, 3)
+	want := []int64{2, 3, 3}
+	if len(got) != 3 || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }

@@ -1,0 +1,122 @@
+package workload
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quicbench/quicbench/endpoint"
+	"github.com/quicbench/quicbench/internal/model"
+)
+
+// startServer runs the real endpoint server on loopback.
+func startServer(t *testing.T) Target {
+	t.Helper()
+	srv, err := endpoint.StartServer(context.Background(), endpoint.ServerConfig{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	info := srv.Info()
+	return Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM, SPKI: info.SPKI}
+}
+
+func TestEveryTestOverLoopback(t *testing.T) {
+	target := startServer(t)
+	cases := []struct {
+		test   string
+		protos []string
+		params map[string]string
+		want   []string // metrics that must be present and positive
+	}{
+		{TestLatency, model.Protocols, map[string]string{"requests": "5"}, []string{"latency_ms", "latency_p95_ms"}},
+		{TestTTFB, model.Protocols, nil, []string{"ttfb_ms", "handshake_ms"}},
+		{TestHandshake, []string{"h1", "h2", "h3", "tcp", "quic"}, map[string]string{"mode": "full"}, []string{"handshake_ms"}},
+		{TestHandshake, []string{"h2", "h3"}, map[string]string{"mode": "resumed"}, []string{"handshake_ms"}},
+		{TestHandshake, []string{"h3"}, map[string]string{"mode": "0rtt"}, []string{"ttfb_ms"}},
+		{TestDownload, model.Protocols, map[string]string{"size": "200KB"}, []string{"goodput_mbps", "completion_ms"}},
+		{TestUpload, model.Protocols, map[string]string{"size": "100KB"}, []string{"goodput_mbps"}},
+		{TestMultiplex, []string{"h1", "h2", "h3"}, map[string]string{"objects": "4", "size": "50KB"}, []string{"span_ms", "finish_last_ms"}},
+		{TestStream, []string{"h2", "h3"}, map[string]string{"segments": "4", "interval": "5ms", "size": "2KB"}, []string{"interval_p95_ms"}},
+		{TestPage, []string{"h1", "h2", "h3"}, map[string]string{"objects": "5", "size": "4KB"}, []string{"plt_ms", "resources"}},
+		{TestCPU, []string{"h2", "h3"}, map[string]string{"size": "1MB"}, []string{"goodput_mbps"}},
+	}
+	var ex Executor
+	for _, c := range cases {
+		for _, proto := range c.protos {
+			t.Run(c.test+"/"+proto+"/"+c.params["mode"], func(t *testing.T) {
+				res := ex.Execute(context.Background(), Request{
+					Test: c.test, Protocol: proto, Params: c.params, Target: target, Timeout: 20 * time.Second,
+				})
+				if res.Status != model.StatusOK {
+					t.Fatalf("status %s: %s", res.Status, res.Error)
+				}
+				for _, m := range c.want {
+					if v, ok := res.Metrics[m]; !ok || v <= 0 {
+						t.Errorf("metric %s = %v (present %v), want > 0", m, v, ok)
+					}
+				}
+				if len(res.Transport) == 0 {
+					t.Error("no transport statistics")
+				}
+			})
+		}
+	}
+}
+
+func TestPageResourcesAndStreamTimeline(t *testing.T) {
+	target := startServer(t)
+	var ex Executor
+	res := ex.Execute(context.Background(), Request{Test: TestPage, Protocol: "h2", Params: map[string]string{"objects": "7", "size": "1KB"}, Target: target})
+	if res.Status != model.StatusOK {
+		t.Fatal(res.Error)
+	}
+	if len(res.Resources) != 8 || res.Metrics["resources"] != 8 {
+		t.Fatalf("got %d resources, want 8 (document + 7 objects)", len(res.Resources))
+	}
+	for _, r := range res.Resources {
+		if r.Protocol != "h2" || r.End < r.TTFB || r.TTFB < r.Start {
+			t.Errorf("resource %+v: protocol or timings out of order", r)
+		}
+	}
+	res = ex.Execute(context.Background(), Request{Test: TestStream, Protocol: "h3", Params: map[string]string{"segments": "6", "interval": "2ms", "size": "1KB"}, Target: target})
+	if res.Status != model.StatusOK {
+		t.Fatal(res.Error)
+	}
+	var intervals int
+	for _, s := range res.Timelines {
+		if s.Kind == model.SeriesInterval {
+			intervals = len(s.Points)
+		}
+	}
+	if intervals != 5 {
+		t.Fatalf("got %d inter-arrival points, want 5 for 6 segments", intervals)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	var ex Executor
+	target := Target{Host: "127.0.0.1", Port: 1}
+	for _, req := range []Request{
+		{Test: "nope", Protocol: "h2", Target: target},
+		{Test: TestTTFB, Protocol: "h9", Target: target},
+		{Test: TestTTFB, Protocol: "h2", Target: Target{Host: "not-an-ip", Port: 1}},
+		{Test: TestDownload, Protocol: "h2", Target: target, Params: map[string]string{"size": "-5MB"}},
+		{Test: TestHandshake, Protocol: "h2", Target: target, Params: map[string]string{"mode": "fast"}},
+		{Test: TestPage, Protocol: "h2", Client: model.ClientChromium, Target: target},
+	} {
+		res := ex.Execute(context.Background(), req)
+		if res.Status != model.StatusFailed || res.Error == "" {
+			t.Errorf("%+v: status %s error %q, want a failure with a cause", req, res.Status, res.Error)
+		}
+	}
+}
+
+func TestZeroRTTOverTCPIsFailedNotMeasured(t *testing.T) {
+	target := startServer(t)
+	var ex Executor
+	res := ex.Execute(context.Background(), Request{Test: TestHandshake, Protocol: "h2", Params: map[string]string{"mode": "0rtt"}, Target: target})
+	if res.Status == model.StatusOK {
+		t.Fatal("0-RTT over TCP was reported as measured")
+	}
+}
