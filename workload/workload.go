@@ -62,6 +62,7 @@ type Request struct {
 	Protocol string            `json:"protocol"`
 	Client   string            `json:"client"` // model.ClientBuiltin (default) or model.ClientChromium
 	Params   map[string]string `json:"params"` // the cell's factors (test parameters and grid coordinates)
+	CC       string            `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
 	Target   Target            `json:"target"`
 	Timeout  time.Duration     `json:"timeout"` // whole sample; 0 = endpoint default
 }

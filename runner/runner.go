@@ -1,0 +1,390 @@
+// Package runner executes a plan: it builds one testbed for the run, starts
+// the server and the client agent inside its namespaces, takes every
+// sample of the schedule (seeded, interleaved, paired) and stores each one
+// the moment it is taken, so that an interrupted run loses at most the
+// sample in flight and can be resumed.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/internal/sites"
+	"github.com/quicbench/quicbench/internal/sysinfo"
+	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/store"
+	"github.com/quicbench/quicbench/workload"
+)
+
+// Options configure a run.
+type Options struct {
+	Plan   *plan.Plan // the plan to run (ignored with Resume: the stored plan is used)
+	DB     string     // SQLite database path
+	Resume bool       // continue the unfinished run stored in DB
+	Exe    string     // the quicbench executable (server and agent processes)
+	// Progress receives progress output in Mode; Log receives diagnostics.
+	Progress io.Writer
+	Mode     ProgressMode
+	Log      io.Writer
+	// KeyLogDir and QlogDir, if set, receive the server's TLS key log and
+	// qlog files (for Wireshark and qvis).
+	KeyLogDir string
+	QlogDir   string
+	// MaxSamples stops the run after that many samples (0: no limit); the
+	// run stays resumable. Used by tests and for partial runs.
+	MaxSamples int
+}
+
+// Summary is what a run did.
+type Summary struct {
+	RunID    int64
+	Planned  int // samples in the plan, warm-ups included
+	Resumed  int // samples already stored when the run started
+	Taken    int // samples taken by this invocation
+	Failed   int
+	Invalid  int
+	Warnings int
+	Elapsed  time.Duration
+	// Overhead is the per-sample time spent outside the measured part
+	// (link reset, control round trips, storing), over this invocation.
+	OverheadP50, OverheadP95, OverheadMax time.Duration
+	Complete                              bool
+}
+
+// ErrInterrupted is returned when the context ends before the run is
+// complete; the run is stored as interrupted and can be resumed.
+var ErrInterrupted = errors.New("run interrupted")
+
+// Run executes the plan (or resumes the stored run) and returns a summary.
+func Run(ctx context.Context, opts Options) (*Summary, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Progress == nil {
+		opts.Progress = io.Discard
+	}
+	r := &run{opts: opts}
+	return r.execute(ctx)
+}
+
+type run struct {
+	opts    Options
+	plan    *plan.Plan
+	db      *store.DB
+	runRec  model.Run
+	cells   []model.Cell
+	done    map[int64]map[int]bool
+	tb      *netns.Testbed
+	srv     *serverProc
+	agent   *agentProc
+	links   map[string]spec.Link
+	siteDir string
+	sites   map[string]string // site parameter value -> served site name
+	cc      string            // congestion control the endpoints were started with
+}
+
+func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
+	start := time.Now()
+	if err := r.open(ctx); err != nil {
+		return nil, err
+	}
+	defer r.db.Close()
+	steps := Schedule(r.cells, r.runRec.Seed)
+	sum := &Summary{RunID: r.runRec.ID, Planned: len(steps)}
+	var todo []Step
+	for _, s := range steps {
+		if r.done[s.Cell.ID][s.Iteration] {
+			sum.Resumed++
+			continue
+		}
+		todo = append(todo, s)
+	}
+	if len(todo) == 0 {
+		sum.Complete = true
+		return sum, r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "complete", time.Now())
+	}
+	if err := r.setup(ctx); err != nil {
+		r.markInterrupted(ctx)
+		return nil, err
+	}
+	defer r.teardown()
+
+	prog := newProgress(opts(r).Progress, r.opts.Mode)
+	defer prog.finish()
+	var overheads []time.Duration
+	for i, step := range todo {
+		if ctx.Err() != nil || (r.opts.MaxSamples > 0 && sum.Taken >= r.opts.MaxSamples) {
+			break
+		}
+		s, err := r.sample(ctx, step)
+		if err != nil {
+			if ctx.Err() != nil {
+				break // the sample in flight is lost, by design
+			}
+			r.markInterrupted(ctx)
+			return sum, err
+		}
+		sum.Taken++
+		switch s.Status {
+		case model.StatusFailed:
+			sum.Failed++
+		case model.StatusInvalid:
+			sum.Invalid++
+		}
+		sum.Warnings += len(s.Warnings)
+		overheads = append(overheads, s.Overhead)
+		el := time.Since(start)
+		prog.update(step.Cell.Group, Event{
+			Done: sum.Resumed + sum.Taken, Total: sum.Planned, Cell: step.Cell.Key, Iteration: step.Iteration,
+			Warmup: step.Warmup(), Protocol: step.Cell.Protocol, Status: string(s.Status), Value: s.Value,
+			Unit: step.Cell.Unit, Error: s.Error, Overhead: s.Overhead, Elapsed: el,
+			ETA: eta(el, sum.Taken, len(todo)-i-1),
+		})
+	}
+	sum.Elapsed = time.Since(start)
+	sum.OverheadP50, sum.OverheadP95, sum.OverheadMax = overheadStats(overheads)
+	if sum.Resumed+sum.Taken == sum.Planned {
+		sum.Complete = true
+		return sum, r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "complete", time.Now())
+	}
+	r.markInterrupted(ctx)
+	if ctx.Err() != nil {
+		return sum, ErrInterrupted
+	}
+	return sum, nil
+}
+
+func opts(r *run) Options { return r.opts }
+
+func (r *run) markInterrupted(ctx context.Context) {
+	if r.db != nil && r.runRec.ID != 0 {
+		_ = r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "interrupted", time.Time{})
+	}
+}
+
+func overheadStats(d []time.Duration) (p50, p95, mx time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	idx := func(q float64) time.Duration {
+		i := int(q*float64(len(s))+0.999999) - 1
+		return s[max(0, min(i, len(s)-1))]
+	}
+	return idx(0.5), idx(0.95), s[len(s)-1]
+}
+
+// open creates the run in a new database, or loads the unfinished run of
+// an existing one and checks that it may be resumed.
+func (r *run) open(ctx context.Context) error {
+	env := sysinfo.Environment()
+	if r.opts.Resume {
+		db, err := store.OpenExisting(r.opts.DB)
+		if err != nil {
+			return err
+		}
+		r.db = db
+		rec, err := db.LatestRun(ctx)
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("%s: %w", r.opts.DB, err)
+		}
+		if rec.Status == "complete" {
+			db.Close()
+			return fmt.Errorf("%s: run %d is already complete; nothing to resume", r.opts.DB, rec.ID)
+		}
+		p, err := plan.Parse(rec.PlanName+".yaml", []byte(rec.PlanText))
+		if err != nil {
+			db.Close()
+			return fmt.Errorf("%s: the stored plan no longer parses with this quicbench: %w", r.opts.DB, err)
+		}
+		p.Seed = rec.Seed
+		if err := resumable(rec, p, env); err != nil {
+			db.Close()
+			return fmt.Errorf("cannot resume %s: %w", r.opts.DB, err)
+		}
+		if r.opts.Plan != nil && r.opts.Plan.Hash() != rec.PlanHash {
+			db.Close()
+			return fmt.Errorf("cannot resume %s: the plan given differs from the plan the run was started with (hash %.12s vs %.12s); resume without --plan, or start a new database", r.opts.DB, r.opts.Plan.Hash(), rec.PlanHash)
+		}
+		r.plan, r.runRec = p, rec
+		if r.cells, err = db.Cells(ctx, rec.ID); err != nil {
+			db.Close()
+			return err
+		}
+		if r.done, err = db.DoneSamples(ctx, rec.ID); err != nil {
+			db.Close()
+			return err
+		}
+		return db.UpdateRunStatus(ctx, rec.ID, "running", time.Time{})
+	}
+	if r.opts.Plan == nil {
+		return errors.New("no plan given")
+	}
+	if _, err := os.Stat(r.opts.DB); err == nil {
+		return fmt.Errorf("%s already exists: continue it with --resume, or choose another file with -o", r.opts.DB)
+	}
+	cells, err := r.opts.Plan.Expand()
+	if err != nil {
+		return err
+	}
+	if len(cells) == 0 {
+		return errors.New("the plan has no cells to measure")
+	}
+	db, err := store.Open(r.opts.DB)
+	if err != nil {
+		return err
+	}
+	r.db, r.plan = db, r.opts.Plan
+	r.runRec = model.Run{
+		PlanName: r.plan.Name, PlanText: string(r.plan.YAML()), PlanHash: r.plan.Hash(),
+		Seed: r.plan.Seed, Started: time.Now(), Status: "running", Env: env,
+	}
+	if err := db.CreateRun(ctx, &r.runRec); err != nil {
+		db.Close()
+		return err
+	}
+	for _, n := range r.plan.Notes() {
+		_ = db.AddRunWarning(ctx, r.runRec.ID, "plan: "+n)
+	}
+	if err := db.InsertCells(ctx, r.runRec.ID, cells); err != nil {
+		db.Close()
+		return err
+	}
+	r.cells = cells
+	r.done = map[int64]map[int]bool{}
+	return nil
+}
+
+// resumable refuses to mix samples taken by different software or plans.
+func resumable(rec model.Run, p *plan.Plan, env model.Environment) error {
+	if p.Hash() != rec.PlanHash {
+		return fmt.Errorf("the stored plan expands differently with this quicbench (plan hash %.12s, stored %.12s)", p.Hash(), rec.PlanHash)
+	}
+	type pair struct{ what, was, now string }
+	for _, c := range []pair{
+		{"quicbench version", rec.Env.Version, env.Version},
+		{"quicbench commit", rec.Env.Commit, env.Commit},
+		{"quic-go version", rec.Env.QuicGoVersion, env.QuicGoVersion},
+		{"Go version", rec.Env.GoVersion, env.GoVersion},
+		{"kernel", rec.Env.Kernel, env.Kernel},
+	} {
+		if c.was != c.now {
+			return fmt.Errorf("the %s changed (%q when the run started, %q now): samples would not be comparable", c.what, c.was, c.now)
+		}
+	}
+	return nil
+}
+
+// setup builds the testbed and starts the endpoints.
+func (r *run) setup(ctx context.Context) error {
+	r.links = map[string]spec.Link{}
+	first := r.cells[0]
+	up, down, err := r.linksOf(&first)
+	if err != nil {
+		return err
+	}
+	cc := first.CC
+	tb, err := netns.New(ctx, netns.Config{Name: fmt.Sprintf("r%d-%d", r.runRec.ID, os.Getpid()), Up: up, Down: down, CC: cc})
+	if err != nil {
+		return fmt.Errorf("testbed: %w", err)
+	}
+	r.tb = tb
+	env := r.runRec.Env
+	env.CCClient, env.CCServer = tb.DefaultCC(), tb.DefaultCC()
+	env.Sysctls = tb.Sysctls()
+	r.runRec.Env = env
+	if err := r.prepareSites(); err != nil {
+		return err
+	}
+	if err := r.startEndpoints(ctx, cc); err != nil {
+		return err
+	}
+	return nil
+}
+
+// prepareSites generates the built-in sites the plan uses and maps user
+// site directories to served names.
+func (r *run) prepareSites() error {
+	r.sites = map[string]string{}
+	for i := range r.cells {
+		v, ok := r.cells[i].Factor("site")
+		if !ok || r.cells[i].Test != workload.TestSite {
+			continue
+		}
+		if _, done := r.sites[v]; done {
+			continue
+		}
+		if shape, ok := sites.Lookup(v); ok {
+			if r.siteDir == "" {
+				d, err := os.MkdirTemp("", "quicbench-sites-")
+				if err != nil {
+					return err
+				}
+				r.siteDir = d
+			}
+			dir := filepath.Join(r.siteDir, shape.Name)
+			if err := sites.Write(dir, shape); err != nil {
+				return err
+			}
+			r.sites[v] = shape.Name + "=" + dir
+			continue
+		}
+		if st, err := os.Stat(v); err != nil || !st.IsDir() {
+			return fmt.Errorf("site %q is neither a generated site (%s) nor a directory", v, strings.Join(sites.Names(), ", "))
+		}
+		r.sites[v] = "user" + strconv.Itoa(len(r.sites)) + "=" + v
+	}
+	return nil
+}
+
+func (r *run) teardown() {
+	if r.agent != nil {
+		r.agent.close()
+	}
+	if r.srv != nil {
+		r.srv.close()
+	}
+	if r.tb != nil {
+		r.tb.Close()
+	}
+	if r.siteDir != "" {
+		os.RemoveAll(r.siteDir)
+	}
+}
+
+// linksOf parses (once) the link specs of a cell.
+func (r *run) linksOf(c *model.Cell) (up, down spec.Link, err error) {
+	parse := func(s string) (spec.Link, error) {
+		if l, ok := r.links[s]; ok {
+			return l, nil
+		}
+		l, err := spec.Parse(s)
+		if err != nil {
+			return l, fmt.Errorf("cell %s: link %q: %w", c.Key, s, err)
+		}
+		r.links[s] = l
+		return l, nil
+	}
+	if up, err = parse(c.LinkUp); err != nil {
+		return
+	}
+	down, err = parse(c.LinkDown)
+	return
+}
+
+// counters returns the emulator counters of both directions.
+func (r *run) counters() (up, down emu.Counters) { return r.tb.Counters() }

@@ -1,0 +1,284 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/internal/sysinfo"
+	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/workload"
+)
+
+// Validity thresholds.
+const (
+	// saturatedCPU flags a sample during which the machine's CPUs were
+	// busier than this (the measurement may be CPU-bound, not network-bound).
+	saturatedCPU = 0.95
+	// clockSkew flags a sample during which the wall clock and the
+	// monotonic clock disagreed by more than this (NTP step, suspend).
+	clockSkew = 5 * time.Millisecond
+	// agentGrace is added to a sample's timeout before the runner gives up
+	// on the agent and restarts it.
+	agentGrace = 15 * time.Second
+	// cpuPoll is the period of the server CPU timeline of the cpu test.
+	cpuPoll = workload.CPUSampleInterval
+)
+
+// startEndpoints starts the server (with congestion control cc on its
+// sockets) and the client agent.
+func (r *run) startEndpoints(ctx context.Context, cc string) error {
+	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
+	for _, s := range sortedValues(r.sites) {
+		args = append(args, "--site", s)
+	}
+	if r.opts.KeyLogDir != "" {
+		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
+			return err
+		}
+		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, fmt.Sprintf("run%d.keys", r.runRec.ID)))
+	}
+	if r.opts.QlogDir != "" {
+		args = append(args, "--qlog", r.opts.QlogDir)
+	}
+	srv, err := startServer(ctx, r.tb, r.opts.Exe, args)
+	if err != nil {
+		return err
+	}
+	r.srv, r.cc = srv, cc
+	if r.agent == nil {
+		a, err := startAgent(ctx, r.tb, r.opts.Exe)
+		if err != nil {
+			return err
+		}
+		r.agent = a
+	}
+	return nil
+}
+
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sample takes one step and stores it. An error means the run cannot go on
+// (storage failure, endpoints that cannot be restarted); a failed
+// measurement is a stored sample, not an error.
+func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
+	c := step.Cell
+	t0 := time.Now()
+	if c.CC != r.cc {
+		// A new congestion control applies to new listening sockets: restart
+		// the server with it (only at cell group boundaries).
+		r.srv.close()
+		r.srv = nil
+		if err := r.startEndpoints(ctx, c.CC); err != nil {
+			return nil, err
+		}
+	}
+	up, down, err := r.linksOf(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.tb.SetLink(up, down, step.Seed); err != nil {
+		return nil, fmt.Errorf("set link for %s: %w", c.Key, err)
+	}
+	s := &model.Sample{
+		CellID: c.ID, Iteration: step.Iteration, Warmup: step.Warmup(), Order: step.Order,
+		Seed: step.Seed, Started: time.Now(),
+	}
+	params := map[string]string{}
+	for _, f := range c.Factors {
+		params[f.Name] = f.Value
+	}
+	if v, ok := params["site"]; ok {
+		if served, ok := r.sites[v]; ok {
+			params["site"], _, _ = strings.Cut(served, "=")
+		}
+	}
+	info := r.srv.info
+	req := workload.Request{
+		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC,
+		Timeout: r.plan.TimeoutFor(c),
+		Target: workload.Target{
+			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
+			CAPEM: info.CAPEM, SPKI: info.SPKI,
+		},
+	}
+
+	upC0, downC0 := r.counters()
+	fw0up, fw0down := r.tb.ForwarderStats()
+	srvCPU0, srvErr := r.srv.cpu()
+	mach0, machErr := sysinfo.ReadCPUTimes()
+	wall0 := time.Now()
+	mono0 := wall0
+
+	res, serverSeries, err := r.callAgent(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+
+	mono1 := time.Now()
+	wall1 := time.Now().Round(0)
+	srvCPU1, srvErr1 := r.srv.cpu()
+	mach1, machErr1 := sysinfo.ReadCPUTimes()
+	upC1, downC1 := r.counters()
+	fw1up, fw1down := r.tb.ForwarderStats()
+
+	s.Status, s.Error = res.Status, res.Error
+	s.Metrics = res.Metrics
+	s.Negotiated = res.Negotiated
+	s.Transport = res.Transport
+	s.Timelines = append(res.Timelines, serverSeries...)
+	s.Resources = res.Resources
+	s.Wall = res.Wall
+	s.CPU = res.CPU
+	if srvErr == nil && srvErr1 == nil {
+		d := srvCPU1.Sub(srvCPU0)
+		s.CPU.ServerUser, s.CPU.ServerSys = d.User, d.Sys
+	} else {
+		s.Warnings = append(s.Warnings, "server CPU time unavailable")
+	}
+	s.LinkUp, s.LinkDown = upC1.Sub(upC0), downC1.Sub(downC0)
+	if res.Bytes > 0 && s.Status == model.StatusOK {
+		mb := float64(res.Bytes) / 1e6
+		cl := (s.CPU.ClientUser + s.CPU.ClientSys).Seconds()
+		sv := (s.CPU.ServerUser + s.CPU.ServerSys).Seconds()
+		s.Metrics["cpu_client_s_per_mb"] = cl / mb
+		s.Metrics["cpu_server_s_per_mb"] = sv / mb
+		s.Metrics["cpu_s_per_mb"] = (cl + sv) / mb
+	}
+	s.Warnings = append(s.Warnings, validity(c, up, down, s, res)...)
+	if machErr == nil && machErr1 == nil {
+		if u := sysinfo.Utilisation(mach0, mach1); u > saturatedCPU {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("machine CPU saturated: %.0f%% busy during the sample; the result may be CPU-bound", 100*u))
+		}
+	}
+	if skew := wall1.Sub(wall0.Round(0)) - mono1.Sub(mono0); skew > clockSkew || skew < -clockSkew {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("wall clock jumped by %v relative to the monotonic clock during the sample", skew))
+	}
+	if d := (fw1up.PoolEmpty - fw0up.PoolEmpty) + (fw1down.PoolEmpty - fw0down.PoolEmpty); d > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("emulator packet pool exhausted: %d packets dropped outside the configured impairments", d))
+	}
+	if d := (fw1up.WriteErrors - fw0up.WriteErrors) + (fw1down.WriteErrors - fw0down.WriteErrors); d > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("emulator: %d packets refused by the TUN device", d))
+	}
+
+	if v, ok := s.Metrics[c.Metric]; ok {
+		s.Value = v
+	} else if s.Status == model.StatusOK {
+		s.Status = model.StatusFailed
+		s.Error = fmt.Sprintf("the test did not produce its primary metric %s", c.Metric)
+	}
+	s.Overhead = time.Since(t0) - s.Wall
+	if err := r.db.InsertSample(context.WithoutCancel(ctx), s); err != nil {
+		return nil, fmt.Errorf("store sample: %w", err)
+	}
+	// storing is part of the overhead; record the final figure in memory
+	s.Overhead = time.Since(t0) - s.Wall
+	return s, nil
+}
+
+// callAgent runs the request in the agent. For the cpu test it polls the
+// server's CPU meanwhile. A hung or dead agent is restarted and the sample
+// recorded as failed.
+func (r *run) callAgent(ctx context.Context, req workload.Request) (*workload.Result, []model.Series, error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout+agentGrace)
+	defer cancel()
+	type out struct {
+		res workload.Result
+		err error
+	}
+	ch := make(chan out, 1)
+	go func() {
+		var o out
+		o.err = r.agent.ctl.Call(actx, "run", req, &o.res)
+		ch <- o
+	}()
+	var series []model.Series
+	var o out
+	if req.Test == workload.TestCPU {
+		pts := []model.Point{}
+		t0 := time.Now()
+		prev, perr := r.srv.cpu()
+		prevT := t0
+		tick := time.NewTicker(cpuPoll)
+	poll:
+		for {
+			select {
+			case o = <-ch:
+				break poll
+			case <-tick.C:
+				if perr != nil {
+					continue
+				}
+				cur, err := r.srv.cpu()
+				if err != nil {
+					perr = err
+					continue
+				}
+				now := time.Now()
+				d := cur.Sub(prev)
+				pts = append(pts, model.Point{T: int64(prevT.Sub(t0)), V: float64(d.User+d.Sys) / float64(now.Sub(prevT))})
+				prev, prevT = cur, now
+			}
+		}
+		tick.Stop()
+		series = append(series, model.Series{Kind: model.SeriesCPUServer, Label: "server", Points: pts})
+	} else {
+		o = <-ch
+	}
+	if o.err == nil {
+		return &o.res, series, nil
+	}
+	if ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	// The agent hung or died: restart it and record the failure.
+	cause := fmt.Sprintf("client agent failed: %v (%s)", o.err, r.agent.describeExit())
+	r.agent.stop(time.Second)
+	r.agent = nil
+	a, err := startAgent(ctx, r.tb, r.opts.Exe)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s; restarting it failed: %w", cause, err)
+	}
+	r.agent = a
+	return &workload.Result{Status: model.StatusFailed, Error: cause, Metrics: map[string]float64{}}, nil, nil
+}
+
+// validity checks what the sample met against what was configured.
+func validity(c *model.Cell, up, down spec.Link, s *model.Sample, res *workload.Result) []string {
+	var w []string
+	check := func(dir string, l spec.Link, k emu.Counters) {
+		if k.DropQueue > 0 && !l.HasBottleneck() {
+			pk, _ := l.QueueLimit()
+			w = append(w, fmt.Sprintf("%s: %d packets dropped by the queue limit on a link without a rate limit: as in netem, packets in the delay line count against limit (%d packets); raise limit if these drops are not wanted", dir, k.DropQueue, pk))
+		}
+	}
+	check("up", up, s.LinkUp)
+	check("down", down, s.LinkDown)
+	if c.Protocol != model.ProtoH3 && c.Protocol != model.ProtoQUIC && c.Client == model.ClientBuiltin {
+		for i, t := range res.Transport {
+			if t.Kind == "tcp" && t.CongestionAlgo != "" && c.CC != "" && t.CongestionAlgo != c.CC {
+				w = append(w, fmt.Sprintf("connection %d used congestion control %s, not %s", i, t.CongestionAlgo, c.CC))
+			}
+		}
+	}
+	return w
+}
+
