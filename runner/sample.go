@@ -281,4 +281,3 @@ func validity(c *model.Cell, up, down spec.Link, s *model.Sample, res *workload.
 	}
 	return w
 }
-

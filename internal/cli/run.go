@@ -38,9 +38,9 @@ func loadPlan(nameOrPath string) (*plan.Plan, error) {
 func newRunCmd(env *Env) *cobra.Command {
 	var (
 		planArg, out, resume, reportPath, keylog, qlog string
-		quick, quiet, jsonl, lines, noReport             bool
-		seed                                             uint64
-		maxSamples                                       int
+		quick, quiet, jsonl, lines, noReport           bool
+		seed                                           uint64
+		maxSamples                                     int
 	)
 	cmd := &cobra.Command{
 		Use:   "run --plan NAME|FILE [-o results.db]",
