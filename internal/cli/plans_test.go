@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/quicbench/quicbench/plan"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Args: args, Getenv: func(string) string { return "" }}
+	code = Run(context.Background(), env)
+	return code, out.String(), errb.String()
+}
+
+func TestPlansList(t *testing.T) {
+	code, out, errs := runCLI(t, "plans")
+	if code != ExitOK || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1+len(plan.BuiltinNames()) || !strings.HasPrefix(lines[0], "NAME") {
+		t.Fatalf("table:\n%s", out)
+	}
+	// quick: 30 cells, 180 samples, quick variant 60
+	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "30" || f[2] != "180" || f[3] != "60" {
+		t.Errorf("quick row %q", lines[1])
+	}
+	for i, name := range plan.BuiltinNames() {
+		if !strings.HasPrefix(lines[i+1], name+" ") {
+			t.Errorf("row %d is %q; want plan %s", i+1, lines[i+1], name)
+		}
+	}
+}
+
+func TestPlansShow(t *testing.T) {
+	code, out, _ := runCLI(t, "plans", "image-transfer")
+	want, _ := plan.BuiltinYAML("image-transfer")
+	if code != ExitOK || out != string(want) {
+		t.Errorf("exit %d, output differs from BuiltinYAML", code)
+	}
+	code, out, _ = runCLI(t, "plans", "image-transfer", "--quick")
+	if code != ExitOK || !strings.Contains(out, "name: image-transfer-quick") || !strings.Contains(out, "iterations: 2") {
+		t.Errorf("exit %d, quick output:\n%s", code, out)
+	}
+	code, _, errs := runCLI(t, "plans", "image-transfers")
+	if code != ExitUsage || !strings.Contains(errs, `no built-in plan named "image-transfers", did you mean "image-transfer"?`) {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+}
+
+func TestPlansValidate(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(good, []byte("protocols: [h2, tcp]\nscenarios: [{name: a}]\ntests: [{test: ttfb}, {test: page}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("scenarios: [{name: a}]\ntests:\n  - test: download\n    params: {size: -5MB}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "plans", "validate", "--cells", good)
+	if code != ExitOK || errs != "" {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	wantOut := good + `: ok: plan "good", 1 scenario, 3 cells, 33 samples (30 counted + 3 warm-up)
+  note: tests[1] (page): protocol tcp skipped: the raw tcp transport takes part only in download, upload, latency and ttfb tests, not page
+  a/ttfb/size=1KB/h2/builtin/cubic  x10+warm-up  up="" down=""
+  a/ttfb/size=1KB/tcp/builtin/cubic  x10+warm-up  up="" down=""
+  a/page/objects=10,size=10KB/h2/builtin/cubic  x10+warm-up  up="" down=""
+`
+	if out != wantOut {
+		t.Errorf("output\n%s\nwant\n%s", out, wantOut)
+	}
+	code, out, errs = runCLI(t, "plans", "validate", good, bad, "quick")
+	if code != ExitUsage {
+		t.Errorf("exit %d; want %d", code, ExitUsage)
+	}
+	if !strings.Contains(errs, bad+`:4:20: tests[0].params.size: "-5MB": size must be positive (allowed: 1B..100GB)`) ||
+		!strings.Contains(errs, "quicbench: invalid plan: "+bad) {
+		t.Errorf("stderr %q", errs)
+	}
+	if !strings.Contains(out, good+": ok") || !strings.Contains(out, `quick: ok: plan "quick", 2 scenarios, 30 cells, 180 samples`) {
+		t.Errorf("stdout %q", out)
+	}
+	code, _, errs = runCLI(t, "plans", "validate", filepath.Join(dir, "missing.yaml"))
+	if code != ExitUsage || !strings.Contains(errs, "no such file or directory") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	code, out, _ = runCLI(t, "plans", "validate", "--quick", "degraded-networks")
+	if code != ExitOK || !strings.Contains(out, `plan "degraded-networks-quick", 2 scenarios, 42 cells, 84 samples (84 counted + 0 warm-up)`) ||
+		!strings.Contains(out, "note: quick: tests[8] (download) dropped") {
+		t.Errorf("exit %d, stdout %q", code, out)
+	}
+}

@@ -1,0 +1,231 @@
+// Package plan reads, validates and expands quicbench plans: YAML files that
+// say which protocols to measure, over which emulated network scenarios
+// (named link specs or grids of link parameters), with which tests and test
+// parameters, how many times. It also carries the built-in plans, one per
+// study design quicbench re-runs, plus "quick".
+//
+// The format is documented in docs/plan-format.md. A plan is parsed with
+// Parse or Load (every problem is reported with its file:line:col, the field
+// path, the bad value and what is allowed), and expanded into cells
+// (model.Cell) with Expand: scenario x test x parameters x client x
+// congestion control x protocol, in a deterministic order with stable keys.
+package plan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quicbench/quicbench/internal/model"
+)
+
+// Defaults of plan-level fields.
+const (
+	DefaultIterations = 10
+	DefaultTimeout    = 60 * time.Second
+	DefaultSeed       = 1
+	DefaultClient     = model.ClientBuiltin
+	DefaultCC         = "cubic"
+)
+
+// Limits that keep a plan's expansion bounded.
+const (
+	MaxIterations = 100000
+	MaxCells      = 100000
+	MaxScenarios  = 10000
+)
+
+// CongestionControls are the TCP congestion control algorithms a plan may name.
+var CongestionControls = []string{"cubic", "bbr", "reno"}
+
+// Plan is a validated plan. Name, Description, Seed and Timeout may be
+// changed after parsing (for example to apply a --seed flag); everything
+// else is fixed. Obtain one from Parse, Load, Builtin or Quick.
+type Plan struct {
+	Name        string        // plan name (default: the file name without extension)
+	Description string        // what the plan measures
+	Seed        uint64        // run seed: emulator seeds and protocol orders derive from it
+	Timeout     time.Duration // default per-sample timeout (tests may override it)
+
+	d         doc
+	file      string
+	points    []Scenario
+	cells     []model.Cell
+	timeouts  map[string]time.Duration // cell key -> test-level timeout override
+	notes     []string
+	source    []byte
+	sourceSig string
+}
+
+// Scenario is one network condition of a plan: a named link spec or one
+// point of a grid, with the canonical link spec of each direction.
+type Scenario struct {
+	Name    string
+	Up      string         // link spec client->server (emu/spec canonical text), "" for none
+	Down    string         // link spec server->client, "" for none
+	Factors []model.Factor // grid coordinates (rate, delay, ...) for grid points, nil otherwise
+}
+
+// Parse reads a plan from YAML. name is used in error messages (usually the
+// file name) and as the plan name when the plan has none. Relative trace and
+// site paths are kept as written (Load resolves them against the plan's
+// directory). An invalid plan returns an ErrorList.
+func Parse(name string, data []byte) (*Plan, error) {
+	return parse(name, data, "")
+}
+
+// Load reads and parses the plan file at path. Relative trace file and site
+// directory paths in the plan are resolved against the plan file's directory
+// and must exist.
+func Load(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	return parse(path, data, dir)
+}
+
+func parse(name string, data []byte, baseDir string) (*Plan, error) {
+	d := &decoder{file: name, baseDir: baseDir}
+	doc, ok := d.decode(data)
+	if !ok {
+		return nil, d.errs.sorted()
+	}
+	if doc.name == "" {
+		base := filepath.Base(name)
+		doc.name = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	p := &Plan{Name: doc.name, Description: doc.description, Seed: doc.seed, Timeout: doc.timeout, d: *doc, file: name}
+	if errs := p.build(); len(errs) > 0 {
+		return nil, errs.sorted()
+	}
+	if !doc.resolved {
+		// The text says exactly what the plan means: keep it, comments and all.
+		p.source = append([]byte(nil), data...)
+		p.sourceSig = p.signature()
+	}
+	return p, nil
+}
+
+// build computes the scenarios and cells of the plan's document.
+func (p *Plan) build() ErrorList {
+	e := &expander{p: p, file: p.file}
+	e.run()
+	return e.errs
+}
+
+// Expand returns the plan's cells in a deterministic order: scenarios in
+// plan order (grid points with the first dimension varying slowest), then
+// tests in plan order, then parameter combinations (first parameter slowest),
+// clients, congestion controls and protocols in the order listed. Keys are
+// "scenario/test/param=value,.../protocol/client/cc" and Group is the key
+// without the protocol. The error is non-nil only for a Plan not obtained
+// from this package.
+func (p *Plan) Expand() ([]model.Cell, error) {
+	if p == nil || p.cells == nil {
+		return nil, fmt.Errorf("plan: Expand on a plan that was not parsed")
+	}
+	out := make([]model.Cell, len(p.cells))
+	copy(out, p.cells)
+	for i := range out {
+		out[i].Factors = append([]model.Factor(nil), p.cells[i].Factors...)
+	}
+	return out, nil
+}
+
+// Scenarios returns the plan's network scenarios in order, grid blocks
+// expanded into their points.
+func (p *Plan) Scenarios() []Scenario {
+	out := make([]Scenario, len(p.points))
+	for i, s := range p.points {
+		s.Factors = append([]model.Factor(nil), s.Factors...)
+		out[i] = s
+	}
+	return out
+}
+
+// Notes returns what the plan's expansion left out on purpose, one line per
+// reason: for example a plan-level protocol that a test cannot run (raw tcp
+// in a page test), which is skipped for that test rather than failing.
+func (p *Plan) Notes() []string { return append([]string(nil), p.notes...) }
+
+// TimeoutFor returns the per-sample timeout of a cell: its test's timeout
+// when the plan sets one, else the plan's Timeout.
+func (p *Plan) TimeoutFor(c *model.Cell) time.Duration {
+	if t, ok := p.timeouts[c.Key]; ok {
+		return t
+	}
+	return p.Timeout
+}
+
+// Counts are the sizes of a plan's expansion.
+type Counts struct {
+	Cells   int // measured combinations
+	Samples int // counted samples (sum of iterations)
+	Warmups int // uncounted warm-up samples
+}
+
+// Total is the number of samples a full run takes, warm-ups included.
+func (c Counts) Total() int { return c.Samples + c.Warmups }
+
+// Count sums the samples of cells (for progress and ETA).
+func Count(cells []model.Cell) Counts {
+	var c Counts
+	for i := range cells {
+		c.Cells++
+		c.Samples += cells[i].Iterations
+		if cells[i].Warmup {
+			c.Warmups++
+		}
+	}
+	return c
+}
+
+// Counts returns the plan's cell and sample counts.
+func (p *Plan) Counts() Counts { return Count(p.cells) }
+
+// Hash returns the hex SHA-256 of a canonical form of what the plan
+// measures: the seed, and every cell's key, link specs, factors, metric,
+// iterations, warm-up and timeout, in order. It ignores comments,
+// formatting, key order, equivalent spellings (1000KB and 1MB), the name and
+// the description. A run can only be resumed with a plan of the same hash.
+func (p *Plan) Hash() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "quicbench-plan-v1\nseed=%d\n", p.Seed)
+	for i := range p.cells {
+		c := &p.cells[i]
+		fmt.Fprintf(h, "cell\n%s\n%s\n%s\n%s\n%s\n", c.Key, c.Group, c.Scenario, c.LinkUp, c.LinkDown)
+		for _, f := range c.Factors {
+			fmt.Fprintf(h, "f %s=%s\n", f.Name, f.Value)
+		}
+		fmt.Fprintf(h, "%s %s %s %s %s %s %t %d %t %d\n", c.Test, c.Protocol, c.Client, c.CC, c.Metric,
+			c.Unit, c.HigherIsBetter, c.Iterations, c.Warmup, p.TimeoutFor(c))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// signature identifies the plan's current content including name and
+// description, to tell whether YAML may still return the source text.
+func (p *Plan) signature() string {
+	return p.Hash() + "\x00" + p.Name + "\x00" + p.Description + "\x00" + strconv.FormatInt(int64(p.Timeout), 10)
+}
+
+// YAML returns the plan as YAML: the text it was parsed from (comments
+// included) when the plan has not been changed since, else a canonical
+// rendering that parses back to the same plan (same Expand, same Hash).
+func (p *Plan) YAML() []byte {
+	if p.source != nil && p.signature() == p.sourceSig {
+		return bytes.Clone(p.source)
+	}
+	return p.render()
+}

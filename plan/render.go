@@ -1,0 +1,154 @@
+package plan
+
+import (
+	"bytes"
+	"strconv"
+
+	"gopkg.in/yaml.v3"
+)
+
+func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: v} }
+
+func intNode(v int64) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatInt(v, 10)}
+}
+
+func quoted(v string) *yaml.Node {
+	return &yaml.Node{Kind: yaml.ScalarNode, Style: yaml.DoubleQuotedStyle, Value: v}
+}
+
+func flowList(vals []string, ints bool) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+	for _, v := range vals {
+		if ints {
+			i, _ := strconv.ParseInt(v, 10, 64)
+			n.Content = append(n.Content, intNode(i))
+		} else {
+			n.Content = append(n.Content, scalar(v))
+		}
+	}
+	return n
+}
+
+// oneOrList writes a single value as a scalar and several as a flow list.
+func oneOrList(vals []string, ints bool) *yaml.Node {
+	if len(vals) == 1 {
+		if ints {
+			i, _ := strconv.ParseInt(vals[0], 10, 64)
+			return intNode(i)
+		}
+		return scalar(vals[0])
+	}
+	return flowList(vals, ints)
+}
+
+type mapBuilder struct{ n *yaml.Node }
+
+func newMap() mapBuilder { return mapBuilder{&yaml.Node{Kind: yaml.MappingNode}} }
+
+func (m mapBuilder) add(k string, v *yaml.Node) {
+	m.n.Content = append(m.n.Content, scalar(k), v)
+}
+
+// render writes the plan as canonical YAML: every field the plan sets, in
+// schema order, values in canonical form. Parsing it gives the same plan.
+func (p *Plan) render() []byte {
+	d := &p.d
+	top := newMap()
+	top.add("name", scalar(p.Name))
+	if p.Description != "" {
+		top.add("description", scalar(p.Description))
+	}
+	top.add("seed", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(p.Seed, 10)})
+	top.add("iterations", intNode(int64(d.iterations)))
+	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
+	top.add("protocols", flowList(d.protocols, false))
+	top.add("client", oneOrList(d.clients, false))
+	top.add("cc", oneOrList(d.ccs, false))
+	top.add("timeout", scalar(formatDuration(p.Timeout)))
+
+	scen := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, s := range d.scenarios {
+		m := newMap()
+		if s.name != "" {
+			m.add("name", scalar(s.name))
+		}
+		if s.isGrid() {
+			if s.direction != "both" {
+				m.add("direction", scalar(s.direction))
+			}
+			if s.base != "" {
+				m.add("base", quoted(s.base))
+			}
+			g := newMap()
+			for _, dim := range s.grid {
+				g.add(dim.name, flowList(dim.values, false))
+			}
+			m.add("grid", g.n)
+		} else {
+			if s.link != nil {
+				m.add("link", quoted(*s.link))
+			}
+			if s.up != nil {
+				m.add("up", quoted(*s.up))
+			}
+			if s.down != nil {
+				m.add("down", quoted(*s.down))
+			}
+			if s.traceUp != "" || s.traceDown != "" {
+				t := newMap()
+				if s.traceUp != "" {
+					t.add("up", scalar(s.traceUp))
+				}
+				if s.traceDown != "" {
+					t.add("down", scalar(s.traceDown))
+				}
+				m.add("trace", t.n)
+			}
+		}
+		scen.Content = append(scen.Content, m.n)
+	}
+	top.add("scenarios", scen)
+
+	tests := &yaml.Node{Kind: yaml.SequenceNode}
+	for _, t := range d.tests {
+		m := newMap()
+		m.add("test", scalar(t.test))
+		if t.iterations > 0 {
+			m.add("iterations", intNode(int64(t.iterations)))
+		}
+		if t.warmup != nil {
+			m.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(*t.warmup)})
+		}
+		if t.protocols != nil {
+			m.add("protocols", flowList(t.protocols, false))
+		}
+		if t.clients != nil {
+			m.add("client", oneOrList(t.clients, false))
+		}
+		if t.timeout > 0 {
+			m.add("timeout", scalar(formatDuration(t.timeout)))
+		}
+		if t.scenarios != nil {
+			m.add("scenarios", flowList(t.scenarios, false))
+		}
+		if len(t.params) > 0 {
+			def := lookupTest(t.test)
+			pm := newMap()
+			for _, pv := range t.params {
+				pm.add(pv.name, oneOrList(pv.values, def.param(pv.name).kind == kindInt))
+			}
+			m.add("params", pm.n)
+		}
+		tests.Content = append(tests.Content, m.n)
+	}
+	top.add("tests", tests)
+
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	// The tree holds only validated strings, so encoding cannot fail.
+	_ = enc.Encode(top.n)
+	_ = enc.Close()
+	return buf.Bytes()
+}
