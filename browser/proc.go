@@ -1,0 +1,109 @@
+package browser
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// procInfo is what reap needs to know about one process.
+type procInfo struct {
+	pid   int
+	state byte // 'R', 'S', 'Z'...
+	pgrp  int
+}
+
+// readStat parses /proc/<pid>/stat.
+func readStat(pid int) (procInfo, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procInfo{}, false
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procInfo{}, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 3 {
+		return procInfo{}, false
+	}
+	pgrp, err := strconv.Atoi(string(f[2]))
+	if err != nil {
+		return procInfo{}, false
+	}
+	return procInfo{pid: pid, state: f[0][0], pgrp: pgrp}, true
+}
+
+// usesProfile reports whether the command line of pid names the profile dir.
+func usesProfile(pid int, dir string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	want := "--user-data-dir=" + dir
+	for arg := range bytes.SplitSeq(b, []byte{0}) {
+		if string(arg) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// browserProcesses lists the live (non-zombie) processes that belong to a
+// browser: members of process group pgid (when not 0) or processes whose
+// command line names the profile dir.
+func browserProcesses(dir string, pgid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		if (pgid != 0 && st.pgrp == pgid) || usesProfile(pid, dir) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// reap kills every process of the browser with SIGKILL and waits until
+// none is left (zombies waiting for their reaper count as gone). Chromium
+// children can fork while their parent dies, so it only stops after a few
+// passes in a row find nothing.
+func reap(dir string, pgid int, limit time.Duration) error {
+	const quietPasses = 3
+	deadline := time.Now().Add(limit)
+	var left []int
+	for quiet := 0; quiet < quietPasses; {
+		left = browserProcesses(dir, pgid)
+		if len(left) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+			for _, pid := range left {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		if time.Now().After(deadline) {
+			if len(left) > 0 {
+				return fmt.Errorf("browser: processes %v of profile %s still alive after %v", left, dir, limit)
+			}
+			return nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return nil
+}

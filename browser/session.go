@@ -1,0 +1,313 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+const (
+	// closeGrace is how long Close waits for Browser.close to end the
+	// browser before it kills the process group.
+	closeGrace = 3 * time.Second
+	// reapLimit bounds the wait for the last Chromium processes to vanish.
+	reapLimit = 5 * time.Second
+)
+
+// Session is one running headless Chromium with a fresh profile, kept across
+// several page loads so that later loads can reuse its connections (and its
+// Alt-Svc cache). A Session is not safe for concurrent use: its loads run one
+// after the other in one tab. Close must be called; it ends every Chromium
+// process of the session and removes the profile.
+type Session struct {
+	opts    Options
+	want    string // expected nextHopProtocol
+	dir     string // the --user-data-dir, removed by Close
+	version string // Browser.getVersion product, e.g. "Chrome/156.0.8078.79"
+
+	allocCancel context.CancelFunc
+	bctx        context.Context // chromedp context owning the browser and its tab
+	bcancel     context.CancelFunc
+	cmd         *exec.Cmd // set by the allocator before it starts Chromium
+	pgid        int       // process group of Chromium, 0 when it never started
+
+	closeOnce sync.Once
+	closeErr  error
+	closed    atomic.Bool
+}
+
+// NewSession starts headless Chromium with a fresh profile under
+// opts.ProfileDir, attaches to its first tab and returns once the tab
+// answers. opts.URL may be empty unless needed to derive the QUIC origin.
+// If ctx ends or StartTimeout expires first, the browser is torn down and
+// the error is ctx's error or a *TimeoutError.
+func NewSession(ctx context.Context, opts Options) (*Session, error) {
+	o, err := opts.validate(false)
+	if err != nil {
+		return nil, err
+	}
+	want, _ := wantProtocol(o.Protocol)
+	dir, err := os.MkdirTemp(o.ProfileDir, "qb-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("browser: creating the profile directory: %w", err)
+	}
+	s := &Session{opts: o, want: want, dir: dir}
+
+	out := o.Output
+	if out == nil {
+		out = io.Discard
+	}
+	logf := func(format string, args ...any) { fmt.Fprintf(out, "chromedp: "+format+"\n", args...) }
+
+	allocOpts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(o.Exe),
+		chromedp.UserDataDir(dir),
+		chromedp.CombinedOutput(out),
+		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			prepareCmd(cmd, o.NetNS)
+			s.cmd = cmd
+		}),
+	}
+	for _, a := range o.args() {
+		allocOpts = append(allocOpts, chromedp.Flag(a[0].(string), a[1]))
+	}
+	// The browser lives until Close, whatever happens to ctx: Close must
+	// still be able to send Browser.close over DevTools.
+	base := context.WithoutCancel(ctx)
+	actx, acancel := chromedp.NewExecAllocator(base, allocOpts...)
+	s.allocCancel = acancel
+	s.bctx, s.bcancel = chromedp.NewContext(actx,
+		chromedp.WithLogf(logf), chromedp.WithErrorf(logf),
+		chromedp.WithBrowserOption(chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
+
+	started := make(chan error, 1)
+	go func() { started <- s.setup() }()
+	timer := time.NewTimer(o.StartTimeout)
+	defer timer.Stop()
+	select {
+	case err = <-started:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-timer.C:
+		err = &TimeoutError{Phase: "start", After: o.StartTimeout}
+	}
+	if err != nil {
+		// Stop the start in progress (the cancel blocks until Chromium's
+		// main process is reaped, which can wait for its output pipe, so
+		// it runs aside), kill the process group, then clean up.
+		stopped := make(chan struct{})
+		go func() { s.bcancel(); close(stopped) }()
+		<-started
+		s.notePID()
+		s.killGroup()
+		<-stopped
+		return nil, errors.Join(err, s.Close())
+	}
+	s.notePID()
+	return s, nil
+}
+
+// prepareCmd puts Chromium into its own process group (so that Close can
+// kill it with all its children), kills it if the Go program dies, and runs
+// it through nsenter when a network namespace is asked for.
+func prepareCmd(cmd *exec.Cmd, netns string) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if netns != "" {
+		// nsenter execs Chromium in place, so the pid, the process group and
+		// the inherited DevTools pipes stay the same.
+		nsenter, _ := exec.LookPath("nsenter")
+		cmd.Args = append([]string{nsenter, "--net=" + netns, "--"}, cmd.Args...)
+		cmd.Path = nsenter
+		cmd.Err = nil
+	}
+}
+
+// setup starts the browser (chromedp's first Run), reads its version and
+// prepares the tab for measurements.
+func (s *Session) setup() error {
+	// The first Run starts the browser and attaches to its tab.
+	v, err := chromedp.Run(s.bctx, func(ctx context.Context, t *chromedp.Target) (cdpbrowser.GetVersionResult, error) {
+		return chromedp.CallBrowser(ctx, cdpbrowser.GetVersion, cdp.Empty{})
+	})
+	if err != nil {
+		return fmt.Errorf("browser: starting %s: %w", s.opts.Exe, err)
+	}
+	s.version = v.Product
+	steps := []chromedp.Action[chromedp.Void]{
+		// Sites may have more than the default 250 resource timing entries.
+		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: "performance.setResourceTimingBufferSize(100000);"})
+			return err
+		}),
+	}
+	if s.opts.DisableCache {
+		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+			_, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
+			return err
+		}))
+	}
+	if err := chromedp.Do(s.bctx, steps...); err != nil {
+		return fmt.Errorf("browser: preparing the tab: %w", err)
+	}
+	return nil
+}
+
+// notePID records Chromium's process group. It must run after setup has
+// returned: the allocator started the command (if at all) before that.
+func (s *Session) notePID() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		s.pgid = s.cmd.Process.Pid // Setpgid: the group id is the leader's pid
+	}
+}
+
+// killGroup sends SIGKILL to Chromium's process group.
+func (s *Session) killGroup() {
+	if s.pgid > 0 {
+		_ = syscall.Kill(-s.pgid, syscall.SIGKILL)
+	}
+}
+
+// Version is the browser's product string as reported over DevTools, e.g.
+// "Chrome/156.0.8078.79" (Debian chromium 156 in headless=new mode).
+func (s *Session) Version() string { return s.version }
+
+// Close ends the browser: Browser.close over DevTools, then SIGKILL to its
+// process group, a wait until no process of this profile remains, and the
+// removal of the profile directory. It is safe to call more than once; later
+// calls return the first result.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.teardown() })
+	return s.closeErr
+}
+
+func (s *Session) teardown() error {
+	s.closed.Store(true)
+	if c := chromedp.FromContext(s.bctx); c != nil && c.Browser != nil && s.bctx.Err() == nil {
+		// Graceful close: Browser.close, then wait (bounded) for the exit.
+		cctx, cancel := context.WithTimeout(s.bctx, closeGrace)
+		_ = chromedp.Cancel(cctx)
+		cancel()
+	}
+	// Children can outlive the main process: kill the whole group.
+	s.killGroup()
+	// Ends the chromedp context (SIGKILL to the main process if still
+	// alive) and waits until the main process has been reaped.
+	s.bcancel()
+	s.allocCancel()
+	var errs []error
+	if err := reap(s.dir, s.pgid, reapLimit); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeAllRetry(s.dir); err != nil {
+		errs = append(errs, fmt.Errorf("browser: removing the profile %s: %w", s.dir, err))
+	}
+	return errors.Join(errs...)
+}
+
+// removeAllRetry removes dir; a dying child may still create files in it
+// for a moment, so it tries again briefly.
+func removeAllRetry(dir string) error {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		err := os.RemoveAll(dir)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Load starts a browser with a fresh profile, loads opts.URL once, and
+// closes the browser again (on every path: success, error, ctx cancel,
+// timeout). See Session.Load for the result and the errors.
+func Load(ctx context.Context, opts Options) (*Result, error) {
+	o, err := opts.validate(true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSession(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.Load(ctx, o.URL)
+	if cerr := s.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return res, err
+}
+
+// Load navigates the session's tab to pageURL, waits for the load event,
+// and returns the page's measurements. Errors:
+//   - *ProtocolMismatchError, returned with the complete Result, when any
+//     resource used another protocol than the session's;
+//   - *TimeoutError when the page did not load within Options.Timeout (the
+//     navigation is stopped; the session stays usable);
+//   - *NavigationError when Chromium failed the navigation itself;
+//   - ctx's error when ctx ended first.
+func (s *Session) Load(ctx context.Context, pageURL string) (*Result, error) {
+	if s.closed.Load() {
+		return nil, errors.New("browser: Load on a closed Session")
+	}
+	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+		return nil, fmt.Errorf("browser: Load: URL: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(s.bctx, s.opts.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+
+	started := time.Now()
+	resp, err := chromedp.Run(lctx, chromedp.NavigateResponse(pageURL))
+	var raw *rawResult
+	if err == nil {
+		raw, err = chromedp.Run(lctx, chromedp.Evaluate[*rawResult](collectJS, chromedp.EvalAwaitPromise))
+	}
+	wall := time.Since(started)
+	if err != nil {
+		err = s.loadError(ctx, lctx, pageURL, err)
+		// Leave the tab idle for a later load (or a clean close).
+		sctx, scancel := context.WithTimeout(s.bctx, time.Second)
+		_ = chromedp.Do(sctx, chromedp.Stop())
+		scancel()
+		return nil, err
+	}
+	if raw == nil || raw.Nav == nil {
+		return nil, fmt.Errorf("browser: %s: the page has no navigation timing entry", pageURL)
+	}
+	res := raw.result(s.want, resp)
+	res.Version = s.version
+	res.Wall = wall
+	if err := res.check(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// loadError turns a failed navigation into the package's typed errors.
+func (s *Session) loadError(ctx, lctx context.Context, pageURL string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("browser: loading %s: %w", pageURL, ctx.Err())
+	}
+	if errors.Is(lctx.Err(), context.DeadlineExceeded) {
+		return &TimeoutError{Phase: "load", URL: pageURL, After: s.opts.Timeout}
+	}
+	var le *chromedp.LoadError
+	if errors.As(err, &le) {
+		return &NavigationError{URL: pageURL, ErrorText: le.ErrorText}
+	}
+	return fmt.Errorf("browser: loading %s: %w", pageURL, err)
+}
