@@ -13,12 +13,20 @@ type Counters struct {
 	DropCorrupt uint64 // packets corrupted (delivered with a flipped bit; the receiver's checksum drops them)
 	DropOff     uint64 // packets dropped during an onoff blackout
 	Duplicated  uint64 // extra copies made by duplicate
-	Reordered   uint64 // packets delivered before a packet that entered the link earlier
+	// Reordered counts late packets (RFC 4737): a delivered packet is
+	// reordered if a packet that entered the link after it (a duplicate's
+	// copy counts as entering right after its original) was delivered
+	// before it. A link that swaps two packets counts 1.
+	Reordered uint64
 	// Queue delay: time from entering the link to leaving it, minus the
 	// configured propagation delay and jitter (i.e. time spent waiting for the
 	// rate limiter / trace / blackout), over delivered packets.
 	QueueDelaySumNs uint64
 	QueueDelayMaxNs uint64
+	// DropFlush counts packets discarded by Pipeline.Flush (reconfiguration),
+	// so that PacketsIn + Duplicated = PacketsOut + every Drop* except
+	// DropCorrupt + the packets still held.
+	DropFlush uint64
 }
 
 // Sub returns c - prev for the cumulative fields; QueueDelayMaxNs is c's.
@@ -36,6 +44,7 @@ func (c Counters) Sub(prev Counters) Counters {
 		Reordered:       c.Reordered - prev.Reordered,
 		QueueDelaySumNs: c.QueueDelaySumNs - prev.QueueDelaySumNs,
 		QueueDelayMaxNs: c.QueueDelayMaxNs,
+		DropFlush:       c.DropFlush - prev.DropFlush,
 	}
 }
 

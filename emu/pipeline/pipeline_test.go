@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/emu/spec"
+)
+
+var mixedSpecs = []string{
+	"",
+	"delay 25ms",
+	"delay 10ms 5ms",
+	"delay 10ms 5ms 30% distribution normal loss 1% duplicate 1% corrupt 1% reorder 10% gap 2",
+	"rate 10mbit",
+	"delay 5ms rate 20mbit 14 limit 50",
+	"delay 5ms 2ms distribution pareto rate 20mbit queue droptail bytes 20000",
+	"rate 10mbit queue codel",
+	"loss gemodel 1% 20% 50% 0.1% rate 50mbit delay 1ms",
+	"onoff 30ms 10ms delay 2ms",
+	"onoff 30ms 10ms rate 5mbit",
+	"duplicate 50% 20% reorder 50% delay 3ms rate 30mbit",
+}
+
+// randomTraffic is a mix of bursts and gaps with sizes from 20 to 1500.
+func randomTraffic(n int, seed uint64) []arrival {
+	r := rand.New(rand.NewPCG(seed, 1))
+	a := make([]arrival, n)
+	t := emu.Time(1000)
+	for i := range a {
+		if r.IntN(10) == 0 {
+			t += emu.Time(r.IntN(int(5 * ms)))
+		} else {
+			t += emu.Time(r.IntN(int(200 * us)))
+		}
+		a[i] = arrival{at: t, id: uint64(i), size: 20 + r.IntN(1481)}
+	}
+	return a
+}
+
+// TestNextDeadlineIsExact drives every spec checking that nothing is due a
+// nanosecond before NextDeadline and something is due at it (except for
+// CoDel and reorder behind a rate, where it is a lower bound), and that
+// every packet is accounted for.
+func TestNextDeadlineIsExact(t *testing.T) {
+	tr := writeTrace(t, "0\n1\n1\n3\n3\n3\n4\n")
+	for _, s := range append(mixedSpecs, "trace "+tr, "delay 3ms 1ms trace "+tr+" onoff 20ms 5ms limit 30",
+		"trace "+tr+" queue codel", "reorder 20% delay 2ms trace "+tr) {
+		p, pool := build(t, s, 77)
+		exact := p.link.Queue != spec.QueueCoDel && !(p.reorderOn && p.bn.kind != bnNone)
+		drive(t, p, pool, randomTraffic(3000, 5), exact)
+		checkInvariant(t, p)
+		if p.Len() != 0 {
+			t.Fatalf("%q: %d packets left after draining", s, p.Len())
+		}
+		if pool.Available() != pool.Cap() {
+			t.Fatalf("%q: %d packets leaked from the pool", s, pool.Cap()-pool.Available())
+		}
+	}
+}
+
+func TestFlush(t *testing.T) {
+	for _, s := range append(mixedSpecs, "delay 3ms trace "+writeTrace(t, "1\n2\n")) {
+		p, pool := build(t, s, 3)
+		for i, a := range randomTraffic(500, 9) {
+			p.Enqueue(a.at, mkpkt(t, pool, uint64(i), a.size))
+		}
+		held := p.Len()
+		before := p.Counters()
+		p.Flush()
+		c := p.Counters()
+		if p.Len() != 0 || c.DropFlush-before.DropFlush != uint64(held) {
+			t.Fatalf("%q: held %d, after Flush Len %d DropFlush %d", s, held, p.Len(), c.DropFlush)
+		}
+		if pool.Available() != pool.Cap() {
+			t.Fatalf("%q: Flush leaked %d packets", s, pool.Cap()-pool.Available())
+		}
+		if _, ok := p.NextDeadline(); ok {
+			t.Fatalf("%q: deadline after Flush", s)
+		}
+		checkInvariant(t, p)
+		// The link still works afterwards.
+		drive(t, p, pool, []arrival{{1 << 40, 1, 100}}, false)
+		checkInvariant(t, p)
+	}
+}
+
+func TestTimeGoingBackIsClamped(t *testing.T) {
+	p, pool := build(t, "delay 10ms", 1)
+	p.Enqueue(100*ms, mkpkt(t, pool, 1, 100))
+	p.Enqueue(50*ms, mkpkt(t, pool, 2, 100)) // treated as 100 ms
+	if pkt := p.Dequeue(109 * ms); pkt != nil {
+		t.Fatal("delivered early")
+	}
+	a, b := p.Dequeue(110*ms), p.Dequeue(10*ms) // 10 ms is treated as 110 ms
+	if a == nil || b == nil || idOf(a) != 1 || idOf(b) != 2 {
+		t.Fatalf("got %v %v", a, b)
+	}
+}
+
+func TestNilPacketAndNilPool(t *testing.T) {
+	p, _ := build(t, "delay 1ms", 1)
+	p.Enqueue(0, nil)
+	if p.Len() != 0 || p.Counters().PacketsIn != 0 {
+		t.Fatal("nil packet was counted")
+	}
+	if _, err := New(spec.Link{}, 1, nil); err == nil {
+		t.Fatal("New with a nil pool succeeded")
+	}
+	if _, err := New(spec.Link{Rate: 1, Trace: "x"}, 1, newTestPool()); err == nil {
+		t.Fatal("New with rate and trace succeeded")
+	}
+}
+
+func TestCountersFromAnotherGoroutine(t *testing.T) {
+	p, pool := build(t, "delay 1ms loss 1% rate 100mbit", 1)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var prev emu.Counters
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c := p.Counters()
+			if c.PacketsIn < prev.PacketsIn || c.PacketsOut < prev.PacketsOut {
+				t.Errorf("counters went back: %+v then %+v", prev, c)
+				return
+			}
+			prev = c
+		}
+	}()
+	drive(t, p, pool, randomTraffic(20000, 1), true)
+	close(stop)
+	wg.Wait()
+	if c := p.Counters(); c.PacketsIn != 20000 {
+		t.Fatalf("PacketsIn %d after draining, want 20000 (Counters must be exact when idle)", c.PacketsIn)
+	}
+}
+
+// TestNoAllocationsPerPacket checks the hot path in steady state for a
+// spec of each kind.
+func TestNoAllocationsPerPacket(t *testing.T) {
+	for _, s := range append(mixedSpecs, "trace "+writeTrace(t, "1\n1\n2\n")) {
+		p, pool := build(t, s, 1)
+		now := emu.Time(0)
+		step := func() {
+			now += 50 * us
+			if pkt := pool.Get(); pkt != nil {
+				pkt.Data = pkt.Data[:1000]
+				pkt.Data[0] = 0x45
+				p.Enqueue(now, pkt)
+			}
+			for pkt := p.Dequeue(now); pkt != nil; pkt = p.Dequeue(now) {
+				pool.Put(pkt)
+			}
+			p.NextDeadline()
+		}
+		for i := 0; i < 20000; i++ { // reach steady state
+			step()
+		}
+		if n := testing.AllocsPerRun(5000, step); n != 0 {
+			t.Errorf("%q: %v allocations per packet", s, n)
+		}
+	}
+}
