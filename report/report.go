@@ -1,0 +1,398 @@
+// Package report turns a quicbench dataset into a self-contained HTML report
+// (inline CSS, charts as inline SVG drawn with gonum/plot, nothing fetched
+// from the network), a terminal summary, and the comparison of two runs.
+//
+// The report reproduces the figures of the studies quicbench re-runs: bar
+// charts of means with 95% confidence intervals and medians, CDFs of the
+// primary metric, tables of average/min/max with the percentage difference,
+// per-site tables with protocols side by side, heatmaps of the relative
+// difference over two grid factors, head-of-line and streaming timelines,
+// CPU over time and resource waterfalls; and it adds what they lacked: the
+// significance and size of every difference, the transport statistics that
+// explain it, and every failed sample and validity warning.
+//
+// Output is deterministic: the same dataset and options give the same bytes
+// (no clock is read; bootstrap intervals are seeded).
+package report
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/stats"
+)
+
+// Options tune a report. The zero value is usable.
+type Options struct {
+	// Title replaces the default title ("quicbench: PLAN, run N").
+	Title string
+	// Source names where the dataset came from (a database path); shown in
+	// the header. SourceB is the second dataset's source in a comparison.
+	Source, SourceB string
+	// Stats configures the statistics; zero fields take stats.Default's
+	// values, and a zero Seed takes the run's seed.
+	Stats stats.Config
+	// MaxGroupCharts caps, per test, the configurations that get their own
+	// CDF, timeline and waterfall figures (default 8); when a test has more,
+	// those with the largest QUIC-vs-TCP difference are drawn.
+	MaxGroupCharts int
+	// MaxHeatmaps caps the heatmaps per test (default 12).
+	MaxHeatmaps int
+	// WaterfallSample is the ID of a sample whose resource waterfall is drawn
+	// in its test's section (0: none besides the representative samples).
+	WaterfallSample int64
+	// RunWarnings are validity warnings about the whole run (the store keeps
+	// them apart from the samples'); they are listed with the others.
+	RunWarnings []string
+}
+
+func (o Options) withDefaults(ds *model.Dataset) Options {
+	if o.Stats.Seed == 0 {
+		o.Stats.Seed = ds.Run.Seed
+	}
+	o.Stats = o.Stats.WithDefaults()
+	if o.MaxGroupCharts <= 0 {
+		o.MaxGroupCharts = 8
+	}
+	if o.MaxHeatmaps <= 0 {
+		o.MaxHeatmaps = 12
+	}
+	return o
+}
+
+//go:embed assets/report.html.tmpl assets/compare.html.tmpl assets/common.html.tmpl assets/style.css
+var assets embed.FS
+
+var (
+	funcs = template.FuncMap{
+		"join": strings.Join,
+		"css":  func(s string) template.CSS { return template.CSS(s) },
+	}
+	reportTmpl  = template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/common.html.tmpl", "assets/report.html.tmpl"))
+	compareTmpl = template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/common.html.tmpl", "assets/compare.html.tmpl"))
+	styleCSS    = func() template.CSS {
+		b, err := assets.ReadFile("assets/style.css")
+		if err != nil {
+			panic(err)
+		}
+		return template.CSS(b)
+	}()
+)
+
+// HTML writes the report of ds to w as one self-contained HTML document.
+func HTML(w io.Writer, ds *model.Dataset, opts Options) error {
+	if ds == nil {
+		return errors.New("report: nil dataset")
+	}
+	opts = opts.withDefaults(ds)
+	an, err := stats.Analyze(ds, opts.Stats)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	pg, err := buildPage(ds, an, opts)
+	if err != nil {
+		return err
+	}
+	if err := reportTmpl.ExecuteTemplate(w, "report", pg); err != nil {
+		return fmt.Errorf("report: writing HTML: %w", err)
+	}
+	return nil
+}
+
+type kv struct{ K, V string }
+
+type runView struct {
+	ID                         int64
+	Plan, Status, Hash         string
+	Started, Finished, Elapsed string
+	Seed                       uint64
+	Cells, Samples, Counted    int
+	Warmups, Failed            int
+}
+
+type scoreRow struct {
+	Test, Anchor                 string
+	N, QUIC, TCP, NS, Few, Other int
+	Metric                       string
+}
+
+type verdictRow struct {
+	Test, Anchor, Group, Pair string
+	MedA, MedB, Rel, P, Cliff string
+	Rule, Verdict, Class      string
+}
+
+type failureRow struct {
+	Cell            string
+	Failed, Invalid int
+	Causes          []string
+}
+
+type warningRow struct {
+	Text  string
+	Count int
+	Cells string
+}
+
+type page struct {
+	Title, Source string
+	CSS           template.CSS
+	Run           runView
+	Legend        []swatchView
+	Rule          string
+	Score         []scoreRow
+	Verdicts      []verdictRow
+	Tests         []*testView
+	Failures      []failureRow
+	Warnings      []warningRow
+	RunWarnings   []string
+	Env           []kv
+	StatsCfg      []kv
+	PlanText      string
+	NComparisons  int
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func ruleStatement(cfg stats.Config, n int) string {
+	return fmt.Sprintf("Verdict: two-sided Mann-Whitney U test on the primary metric, p-values Holm-corrected over all %d comparisons of this report, significant below α = %g; "+
+		"the direction follows Cliff's δ (times: lower is better; goodput: higher is better). "+
+		"Page-load rule (study B): a protocol is better when it is at least %.0f%% better in at least %.0f%% of the paired runs (same iteration, same emulator seed); otherwise a tie.",
+		n, cfg.Alpha, 100*cfg.Margin, 100*cfg.Share)
+}
+
+func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, error) {
+	run := ds.Run
+	title := opts.Title
+	if title == "" {
+		title = fmt.Sprintf("quicbench: %s, run %d", orDash(run.PlanName), run.ID)
+	}
+	pg := &page{Title: title, Source: opts.Source, CSS: styleCSS, PlanText: run.PlanText, NComparisons: len(an.Comparisons)}
+	pg.Rule = ruleStatement(an.Config, len(an.Comparisons))
+	pg.Run = runView{ID: run.ID, Plan: run.PlanName, Status: run.Status, Hash: run.PlanHash, Seed: run.Seed,
+		Started: fmtTime(run.Started), Finished: fmtTime(run.Finished), Elapsed: "–", Cells: len(ds.Cells), Samples: len(ds.Samples)}
+	if !run.Started.IsZero() && !run.Finished.IsZero() {
+		pg.Run.Elapsed = run.Finished.Sub(run.Started).Round(time.Second).String()
+	}
+	var protos []string
+	for _, cs := range an.Cells {
+		pg.Run.Counted += cs.Summary.N
+		pg.Run.Warmups += cs.Warmups
+		pg.Run.Failed += len(cs.Failed)
+		if !slices.Contains(protos, cs.Cell.Protocol) {
+			protos = append(protos, cs.Cell.Protocol)
+		}
+	}
+	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
+	pg.Legend = swatches(protos)
+
+	for _, t := range an.Tests {
+		anc := anchor("test-", t.Name)
+		sr := scoreRow{Test: t.Name, Anchor: anc}
+		if len(t.Groups) > 0 && len(t.Groups[0].Cells) > 0 {
+			sr.Metric = metricDesc(t.Groups[0].Cells[0].Cell)
+		}
+		for _, g := range t.Groups {
+			for _, c := range g.Comparisons {
+				sr.N++
+				switch verdictClass(c) {
+				case "quic":
+					sr.QUIC++
+				case "tcp":
+					sr.TCP++
+				case "ns":
+					sr.NS++
+				case "few":
+					sr.Few++
+				default:
+					sr.Other++
+				}
+				pg.Verdicts = append(pg.Verdicts, verdictRow{
+					Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c),
+					MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff),
+					P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
+					Verdict: c.Text(), Class: verdictClass(c),
+				})
+			}
+		}
+		pg.Score = append(pg.Score, sr)
+		tv, err := buildTest(ds, an, t, opts)
+		if err != nil {
+			return nil, err
+		}
+		pg.Tests = append(pg.Tests, tv)
+	}
+	if opts.WaterfallSample != 0 {
+		found := false
+		for _, tv := range pg.Tests {
+			found = found || tv.chosenFound
+		}
+		if !found {
+			return nil, fmt.Errorf("report: waterfall sample %d: no valid sample with that id has resources", opts.WaterfallSample)
+		}
+	}
+	pg.Failures, pg.Warnings = validity(an)
+	pg.RunWarnings = opts.RunWarnings
+	pg.Env = envRows(run)
+	c := an.Config
+	pg.StatsCfg = []kv{
+		{"confidence level", fmt.Sprintf("%g", c.Level)},
+		{"significance level (after Holm)", fmt.Sprintf("%g", c.Alpha)},
+		{"bootstrap resamples", strconv.Itoa(c.Resamples)},
+		{"bootstrap seed", strconv.FormatUint(c.Seed, 10)},
+		{"page-load rule", fmt.Sprintf("≥%.0f%% better in ≥%.0f%% of pairs", 100*c.Margin, 100*c.Share)},
+	}
+	return pg, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func protoRank(p string) int {
+	if i := slices.Index(model.Protocols, p); i >= 0 {
+		return i
+	}
+	return len(model.Protocols)
+}
+
+func envRows(run model.Run) []kv {
+	e := run.Env
+	rows := []kv{
+		{"plan", orDash(run.PlanName)},
+		{"plan hash", orDash(run.PlanHash)},
+		{"run seed", strconv.FormatUint(run.Seed, 10)},
+		{"quicbench", strings.TrimSpace(orDash(e.Version) + " " + e.Commit)},
+		{"Go", orDash(e.GoVersion)},
+		{"quic-go", orDash(e.QuicGoVersion)},
+		{"kernel", orDash(e.Kernel)},
+		{"CPU", fmt.Sprintf("%s × %d", orDash(e.CPUModel), e.CPUs)},
+		{"host", orDash(e.Hostname)},
+		{"TCP congestion control (client / server)", orDash(e.CCClient) + " / " + orDash(e.CCServer)},
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Sysctls)) {
+		rows = append(rows, kv{"sysctl " + k, e.Sysctls[k]})
+	}
+	return rows
+}
+
+// validity lists the failed and invalid samples per cell with their causes,
+// and the validity warnings grouped by text.
+func validity(an *stats.Analysis) ([]failureRow, []warningRow) {
+	var fails []failureRow
+	type wcount struct {
+		n     int
+		cells []string
+		per   map[string]int
+	}
+	warns := map[string]*wcount{}
+	var worder []string
+	for _, cs := range an.Cells {
+		if len(cs.Failed) > 0 {
+			fr := failureRow{Cell: cs.Cell.Key}
+			type cause struct {
+				iters []string
+			}
+			causes := map[string]*cause{}
+			var order []string
+			for _, s := range cs.Failed {
+				msg, status := s.Error, string(s.Status)
+				switch {
+				case s.Status == model.StatusInvalid:
+					fr.Invalid++
+				case s.Status == model.StatusFailed:
+					fr.Failed++
+				default: // ok with a non-finite value
+					fr.Invalid++
+					msg, status = fmt.Sprintf("value is %v", s.Value), string(model.StatusInvalid)
+				}
+				msg = status + ": " + orDash(msg)
+				c, ok := causes[msg]
+				if !ok {
+					c = &cause{}
+					causes[msg] = c
+					order = append(order, msg)
+				}
+				c.iters = append(c.iters, strconv.Itoa(s.Iteration))
+			}
+			for _, m := range order {
+				c := causes[m]
+				fr.Causes = append(fr.Causes, fmt.Sprintf("%s ×%d (iteration %s)", m, len(c.iters), strings.Join(c.iters, ", ")))
+			}
+			fails = append(fails, fr)
+		}
+		var all []*model.Sample
+		all = append(all, cs.Samples...)
+		all = append(all, cs.Failed...)
+		for _, s := range all {
+			for _, w := range s.Warnings {
+				wc, ok := warns[w]
+				if !ok {
+					wc = &wcount{per: map[string]int{}}
+					warns[w] = wc
+					worder = append(worder, w)
+				}
+				wc.n++
+				if wc.per[cs.Cell.Key] == 0 {
+					wc.cells = append(wc.cells, cs.Cell.Key)
+				}
+				wc.per[cs.Cell.Key]++
+			}
+		}
+	}
+	var wrows []warningRow
+	for _, w := range worder {
+		wc := warns[w]
+		parts := make([]string, len(wc.cells))
+		for i, c := range wc.cells {
+			parts[i] = fmt.Sprintf("%s (%d)", c, wc.per[c])
+		}
+		wrows = append(wrows, warningRow{Text: w, Count: wc.n, Cells: strings.Join(parts, "; ")})
+	}
+	return fails, wrows
+}
+
+// refCell is the group's reference for "% difference" columns: h2, else
+// the raw TCP transport, else HTTP/1.1, else the first cell.
+func refCell(g *stats.Group) *stats.CellStats {
+	for _, p := range []string{model.ProtoH2, model.ProtoTCP, model.ProtoH1, model.ProtoH1C} {
+		if c := g.Cell(p); c != nil {
+			return c
+		}
+	}
+	return g.Cells[0]
+}
+
+// primaryDiff is the magnitude of the largest QUIC-vs-TCP difference of a
+// group, |ln(median A / median B)|, or -1.
+func primaryDiff(g *stats.Group) float64 {
+	best := -1.0
+	for _, c := range g.Comparisons {
+		if !model.IsQUIC(c.A.Cell.Protocol) || model.IsQUIC(c.B.Cell.Protocol) {
+			continue
+		}
+		r := c.A.Summary.Median / c.B.Summary.Median
+		if r > 0 && !math.IsInf(r, 0) {
+			best = math.Max(best, math.Abs(math.Log(r)))
+		}
+	}
+	return best
+}

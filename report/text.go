@@ -1,0 +1,138 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/stats"
+)
+
+// Text writes a terminal summary of ds to w: per configuration the median of
+// each protocol, then each comparison's difference, adjusted p-value,
+// verdict and page-load rule outcome, in aligned columns; then the failed
+// samples and validity warnings.
+func Text(w io.Writer, ds *model.Dataset, opts Options) error {
+	if ds == nil {
+		return errors.New("report: nil dataset")
+	}
+	opts = opts.withDefaults(ds)
+	an, err := stats.Analyze(ds, opts.Stats)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	run := ds.Run
+	var counted, failed int
+	var protos []string
+	for _, cs := range an.Cells {
+		counted += cs.Summary.N
+		failed += len(cs.Failed)
+		if !slices.Contains(protos, cs.Cell.Protocol) {
+			protos = append(protos, cs.Cell.Protocol)
+		}
+	}
+	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
+	ew := &errWriter{w: w}
+	fmt.Fprintf(ew, "quicbench: %s, run %d (%s), seed %d: %d valid samples, %d failed or invalid\n",
+		termSafe(orDash(run.PlanName)), run.ID, termSafe(orDash(run.Status)), run.Seed, counted, failed)
+	c := an.Config
+	fmt.Fprintf(ew, "Medians per protocol. Verdict: Mann-Whitney U, Holm-corrected over %d comparisons, alpha %g. Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
+		len(an.Comparisons), c.Alpha, 100*c.Margin, 100*c.Share)
+
+	head := []string{"TEST", "CONFIGURATION", "METRIC"}
+	for _, p := range protos {
+		head = append(head, termSafe(strings.ToUpper(p)))
+	}
+	head = append(head, "COMPARISON", "DIFF", "P(HOLM)", "VERDICT", "10%/70% RULE")
+	rows := [][]string{head}
+	for _, g := range an.Groups {
+		cell := g.Cells[0].Cell
+		metric := cell.Metric
+		if cell.Unit != "" {
+			metric += " " + cell.Unit
+		}
+		row := []string{termSafe(g.Test), termSafe(g.Label()), termSafe(metric)}
+		for _, p := range protos {
+			v := ""
+			if cs := g.Cell(p); cs != nil {
+				v = num(cs.Summary.Median)
+			}
+			row = append(row, v)
+		}
+		if len(g.Comparisons) == 0 {
+			rows = append(rows, append(row, "", "", "", "", ""))
+			continue
+		}
+		for i, cmp := range g.Comparisons {
+			if i > 0 {
+				for k := range row {
+					row[k] = ""
+				}
+			}
+			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), pval(cmp.P), termSafe(cmp.Text()), termSafe(ruleText(cmp, c))))
+		}
+	}
+	table(ew, rows)
+	fails, warns := validity(an)
+	if len(fails) > 0 {
+		fmt.Fprintf(ew, "\nFailed or invalid samples: %d\n", failed)
+		for _, f := range fails {
+			for _, cause := range f.Causes {
+				fmt.Fprintf(ew, "  %s: %s\n", termSafe(f.Cell), termSafe(cause))
+			}
+		}
+	}
+	if len(opts.RunWarnings) > 0 {
+		fmt.Fprintln(ew, "\nWarnings about the whole run:")
+		for _, w := range opts.RunWarnings {
+			fmt.Fprintf(ew, "  %s\n", termSafe(w))
+		}
+	}
+	if len(warns) > 0 {
+		fmt.Fprintln(ew, "\nValidity warnings:")
+		for _, wr := range warns {
+			fmt.Fprintf(ew, "  %s: %d samples (%s)\n", termSafe(wr.Text), wr.Count, termSafe(wr.Cells))
+		}
+	}
+	return ew.err
+}
+
+// table writes rows in columns aligned with two spaces between them, with
+// no trailing blanks.
+func table(w io.Writer, rows [][]string) {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	tw.Flush()
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		if line == "" {
+			continue
+		}
+		io.WriteString(w, strings.TrimRight(line, " \n")+"\n")
+	}
+}
+
+// errWriter remembers the first write error so that a sequence of Fprintf
+// calls needs one check.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = fmt.Errorf("report: writing text: %w", err)
+	}
+	return n, err
+}

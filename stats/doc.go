@@ -1,0 +1,34 @@
+// Package stats turns quicbench samples into the figures a reader can defend:
+// per-cell summaries with confidence intervals, comparisons of two cells
+// (paired differences, Welch's t-test, the Mann-Whitney U test, Holm's
+// correction, Cliff's delta), verdicts stated with their rule, the "at least
+// 10% faster in at least 70% of paired runs" rule of the page-load study and
+// a decision tree over a grid plan's factors.
+//
+// # Conventions
+//
+// Quantiles use Hyndman and Fan's definition 7 (linear interpolation between
+// order statistics at h = (n-1)p), the default of R, NumPy and spreadsheets,
+// so the median of {1, 2, 3, 4} is 2.5. Gonum's stat.Quantile offers only
+// definitions 1 and 4, so this package computes it on the sorted values.
+//
+// Intervals are two-sided at Config.Level (95% by default). The interval of a
+// mean is mean ± t(1-(1-level)/2, n-1)·s/√n. Intervals of a median and of the
+// median of paired differences are percentile bootstrap intervals with
+// Config.Resamples resamples drawn from a PCG generator seeded with
+// Config.Seed and a stream derived from the cell key (FNV-1a), so a report is
+// reproducible bit for bit and does not depend on the order of computation.
+//
+// # Verdicts
+//
+// Two cells A and B are compared with the two-sided Mann-Whitney U test
+// (exact distribution when there are no ties and one sample has at most 8
+// values, otherwise the normal approximation with tie and continuity
+// correction, as SciPy does). The p-values of all comparisons of a report are
+// adjusted together with Holm's step-down method. A comparison whose adjusted
+// p-value is below Config.Alpha gets the verdict "A better" or "B better" in
+// the direction of Cliff's delta (taking Cell.HigherIsBetter into account);
+// otherwise "no significant difference". Welch's t-test is computed and
+// Holm-adjusted too, and shown beside it, but does not decide: page and
+// transfer times are skewed and heavy-tailed, which a rank test tolerates.
+package stats
