@@ -1,0 +1,250 @@
+package offload
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSegmentTCP(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		f        flow
+		gso      uint8
+		flags    uint8
+		payload  int
+		mss      int
+		wantSegs int
+	}{
+		{"v4 64KB", flowA4, GSOTCPv4, tcpACK | tcpPSH, 65535 - 20 - 32, 1448, 46},
+		{"v4 exact multiple", flowA4, GSOTCPv4, tcpACK, 10 * 1448, 1448, 10},
+		{"v4 FIN", flowA4, GSOTCPv4, tcpACK | tcpPSH | tcpFIN, 3000, 1448, 3},
+		{"v4 ECN CWR", flowA4, GSOTCPv4 | GSOECN, tcpACK | tcpCWR | tcpECE, 5000, 1448, 4},
+		{"v4 AccECN CWR", flowA4, GSOTCPv4 | GSOAccECN, tcpACK | tcpCWR, 5000, 1448, 4},
+		{"v4 fits in one", flowA4, GSOTCPv4, tcpACK | tcpPSH, 1000, 1448, 1},
+		{"v4 odd mss", flowA4, GSOTCPv4, tcpACK, 4001, 999, 5},
+		{"v6 64KB", flowA6, GSOTCPv6, tcpACK | tcpPSH, 65535 - 32, 1428, 46},
+		{"v6 ECN", flowA6, GSOTCPv6 | GSOECN, tcpACK | tcpCWR, 4000, 1428, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const seq0, id0 = 0xfffff000, 0xfffe // both wrap
+			data := pattern(0, tc.payload)
+			orig := buildTCP(tcpSpec{f: tc.f, id: id0, tos: 0x02, seq: seq0, ack: 99, flags: tc.flags, opts: tcpOpts, payload: data})
+			hdr, super := toSuper(append([]byte(nil), orig...), tc.gso, tc.mss)
+			out, sizes := bufs(64, 1600), make([]int, 64)
+			n, err := Segment(hdr, super, out, sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.wantSegs {
+				t.Fatalf("%d segments, want %d", n, tc.wantSegs)
+			}
+			ipl := 20
+			if tc.f.src.Is6() {
+				ipl = 40
+			}
+			var got []byte
+			for i := range n {
+				s := out[i][:sizes[i]]
+				if err := verifyWire(s); err != nil {
+					t.Fatalf("segment %d: %v", i, err)
+				}
+				pl := payloadOf(s)
+				if i < n-1 && len(pl) != tc.mss {
+					t.Fatalf("segment %d payload %d, want mss %d", i, len(pl), tc.mss)
+				}
+				got = append(got, pl...)
+				th := s[ipl:]
+				if seq := binary.BigEndian.Uint32(th[4:]); seq != seq0+uint32(i*tc.mss) {
+					t.Fatalf("segment %d seq %#x", i, seq)
+				}
+				if ipl == 20 {
+					if id := binary.BigEndian.Uint16(s[4:]); id != uint16(id0+i) {
+						t.Fatalf("segment %d IPv4 ID %#x, want %#x", i, id, uint16(id0+i))
+					}
+				}
+				wantFlags := tc.flags
+				if i != n-1 {
+					wantFlags &^= tcpFIN | tcpPSH
+				}
+				if i != 0 && tc.gso&GSOAccECN == 0 {
+					wantFlags &^= tcpCWR
+				}
+				if th[13] != wantFlags {
+					t.Fatalf("segment %d flags %#x, want %#x", i, th[13], wantFlags)
+				}
+				// Everything else in the headers is copied.
+				if !bytes.Equal(th[0:4], orig[ipl:ipl+4]) || !bytes.Equal(th[8:13], orig[ipl+8:ipl+13]) || !bytes.Equal(th[14:16], orig[ipl+14:ipl+16]) || !bytes.Equal(th[18:32], orig[ipl+18:ipl+32]) {
+					t.Fatalf("segment %d TCP header fields changed", i)
+				}
+				if s[1] != orig[1] || s[8-ipl/40] != orig[8-ipl/40] {
+					t.Fatalf("segment %d TOS/TTL changed", i)
+				}
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("reassembled payload differs (%d vs %d bytes)", len(got), len(data))
+			}
+			if n == 1 && !bytes.Equal(out[0][:sizes[0]], orig) {
+				t.Fatal("single segment differs from the checksummed original")
+			}
+		})
+	}
+}
+
+func TestSegmentUDP(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		f        flow
+		payload  int
+		mss      int
+		wantSegs int
+	}{
+		{"v4", flowA4, 10*1200 + 7, 1200, 11},
+		{"v4 exact", flowA4, 64 * 1000, 1000, 64},
+		{"v6", flowA6, 5 * 1232, 1232, 5},
+		{"v6 one", flowA6, 100, 1232, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := pattern(7, tc.payload)
+			orig := buildUDP(udpSpec{f: tc.f, id: 500, payload: data})
+			hdr, super := toSuper(append([]byte(nil), orig...), GSOUDPL4, tc.mss)
+			out, sizes := bufs(64, 1600), make([]int, 64)
+			n, err := Segment(hdr, super, out, sizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.wantSegs {
+				t.Fatalf("%d segments, want %d", n, tc.wantSegs)
+			}
+			for i := range n {
+				s := out[i][:sizes[i]]
+				if err := verifyWire(s); err != nil {
+					t.Fatalf("segment %d: %v", i, err)
+				}
+				want := data[i*tc.mss : min((i+1)*tc.mss, len(data))]
+				if !bytes.Equal(payloadOf(s), want) {
+					t.Fatalf("segment %d payload differs", i)
+				}
+				if tc.f.src.Is4() && binary.BigEndian.Uint16(s[4:]) != uint16(500+i) {
+					t.Fatalf("segment %d IPv4 ID %d", i, binary.BigEndian.Uint16(s[4:]))
+				}
+			}
+		})
+	}
+}
+
+func TestSegmentUDPZeroChecksumSentAsFFFF(t *testing.T) {
+	// Two 10-byte datagrams; choose the second's last payload bytes so that
+	// its checksum computes to 0.
+	data := make([]byte, 20)
+	seg2 := buildUDP(udpSpec{f: flowA4, id: 2, payload: data[10:]})
+	l4 := seg2[20:]
+	binary.BigEndian.PutUint16(l4[6:], 0)
+	binary.BigEndian.PutUint16(data[18:], ^refFold(refPseudo(seg2, 17, len(l4))+refSum(l4)))
+	hdr, super := toSuper(buildUDP(udpSpec{f: flowA4, id: 1, payload: data}), GSOUDPL4, 10)
+	out, sizes := bufs(2, 100), make([]int, 2)
+	n, err := Segment(hdr, super, out, sizes)
+	if err != nil || n != 2 {
+		t.Fatalf("n %d err %v", n, err)
+	}
+	if c := binary.BigEndian.Uint16(out[1][26:]); c != 0xffff {
+		t.Fatalf("checksum %#04x, want 0xffff", c)
+	}
+	if err := verifyWire(out[1][:sizes[1]]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSegmentNoneCompletesChecksum(t *testing.T) {
+	orig := buildTCP(tcpSpec{f: flowA6, seq: 5, flags: tcpACK, payload: pattern(0, 500)})
+	hdr, p := toSuper(append([]byte(nil), orig...), GSONone, 0)
+	out, sizes := bufs(1, 1500), make([]int, 1)
+	n, err := Segment(hdr, p, out, sizes)
+	if err != nil || n != 1 {
+		t.Fatalf("n %d err %v", n, err)
+	}
+	if !bytes.Equal(out[0][:sizes[0]], orig) {
+		t.Fatal("output differs from the checksummed packet")
+	}
+	// Without NEEDS_CSUM the packet is copied untouched.
+	n, err = Segment(VirtioNetHdr{Flags: FlagDataValid}, p, out, sizes)
+	if err != nil || n != 1 || !bytes.Equal(out[0][:sizes[0]], p) {
+		t.Fatalf("DATA_VALID copy: n %d err %v", n, err)
+	}
+}
+
+func TestSegmentErrors(t *testing.T) {
+	good := func() (VirtioNetHdr, []byte) {
+		return toSuper(buildTCP(tcpSpec{f: flowA4, seq: 1, flags: tcpACK, opts: tcpOpts, payload: pattern(0, 5000)}), GSOTCPv4, 1448)
+	}
+	goodUDP := func() (VirtioNetHdr, []byte) {
+		return toSuper(buildUDP(udpSpec{f: flowA6, payload: pattern(0, 5000)}), GSOUDPL4, 1200)
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(h *VirtioNetHdr, p []byte) []byte
+		udp    bool
+		nout   int
+		outLen int
+		want   error
+		msg    string
+	}{
+		{name: "gso size 0", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOSize = 0; return p }, want: ErrMalformed, msg: "gso_size is 0"},
+		{name: "unknown gso type", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = 9; return p }, want: ErrMalformed, msg: "unknown gso_type"},
+		{name: "UFO", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOUDP; return p }, want: ErrMalformed, msg: "UFO"},
+		{name: "ECN on UDP", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType |= GSOECN; return p }, want: ErrMalformed, msg: "ECN"},
+		{name: "TCPv6 type on IPv4", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOTCPv6; return p }, want: ErrMalformed, msg: "needs IPv6"},
+		{name: "empty", mutate: func(h *VirtioNetHdr, p []byte) []byte { return nil }, want: ErrMalformed, msg: "empty"},
+		{name: "truncated IPv4", mutate: func(h *VirtioNetHdr, p []byte) []byte { return p[:19] }, want: ErrMalformed, msg: "shorter than its header"},
+		{name: "IHL too small", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[0] = 0x44; return p }, want: ErrMalformed, msg: "header length 16"},
+		{name: "total length mismatch", mutate: func(h *VirtioNetHdr, p []byte) []byte { return p[:len(p)-1] }, want: ErrMalformed, msg: "total length"},
+		{name: "fragment", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[6] |= 0x20; return p }, want: ErrMalformed, msg: "fragment"},
+		{name: "protocol mismatch", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[9] = 17; return p }, want: ErrMalformed, msg: "protocol 17"},
+		{name: "data offset too small", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[32] = 0x40; return p }, want: ErrMalformed, msg: "data offset 16"},
+		{name: "data offset beyond packet", mutate: func(h *VirtioNetHdr, p []byte) []byte {
+			p[32] = 0xf0
+			p = p[:20+40]
+			binary.BigEndian.PutUint16(p[2:], 60)
+			return p
+		}, want: ErrMalformed, msg: "data offset 60"},
+		{name: "csum_start wrong", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.CsumStart = 14; return p }, want: ErrMalformed, msg: "csum_start 14"},
+		{name: "csum_offset wrong", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.CsumOffset = 6; return p }, want: ErrMalformed, msg: "csum_offset 6"},
+		{name: "IPv6 payload length", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { p[5]++; return p }, want: ErrMalformed, msg: "payload length"},
+		{name: "IPv6 extension header", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { p[6] = 0; return p }, want: ErrMalformed, msg: "extension headers"},
+		{name: "UDP length", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { p[45]++; return p }, want: ErrMalformed, msg: "UDP length"},
+		{name: "UDP truncated", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte {
+			p = p[:44]
+			binary.BigEndian.PutUint16(p[4:], 4)
+			return p
+		}, want: ErrMalformed, msg: "UDP header truncated"},
+		{name: "IP version 5", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOUDPL4; p[0] = 0x55; return p }, want: ErrMalformed, msg: "IP version 5"},
+		{name: "too few buffers", nout: 3, want: ErrShortBuffer, msg: "4 segments"},
+		{name: "buffers too small", outLen: 1000, want: ErrShortBuffer, msg: "out[0] has 1000 bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, p := good()
+			if tc.udp {
+				h, p = goodUDP()
+			}
+			if tc.mutate != nil {
+				p = tc.mutate(&h, p)
+			}
+			nout, outLen := 8, 2000
+			if tc.nout > 0 {
+				nout = tc.nout
+			}
+			if tc.outLen > 0 {
+				outLen = tc.outLen
+			}
+			n, err := Segment(h, p, bufs(nout, outLen), make([]int, nout))
+			if !errors.Is(err, tc.want) || n != 0 {
+				t.Fatalf("n %d, err %v; want %v", n, err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %q does not mention %q", err, tc.msg)
+			}
+		})
+	}
+}
