@@ -1,0 +1,198 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/quicbench/quicbench/internal/model"
+)
+
+// Run statuses accepted by CreateRun and UpdateRunStatus.
+const (
+	RunRunning     = "running"     // samples are being taken
+	RunComplete    = "complete"    // every planned sample is stored
+	RunInterrupted = "interrupted" // stopped early (signal, crash); resumable
+	RunFailed      = "failed"      // stopped by an error that resuming would not fix
+)
+
+var runStatuses = []string{RunRunning, RunComplete, RunInterrupted, RunFailed}
+
+func checkRunStatus(s string) error {
+	for _, v := range runStatuses {
+		if s == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("store: run status %q is not one of %s", s, strings.Join(runStatuses, ", "))
+}
+
+// CreateRun stores a new run and sets r.ID. An empty Status becomes
+// "running"; a zero Started becomes the current time (both are written back
+// to r).
+func (db *DB) CreateRun(ctx context.Context, r *model.Run) error {
+	if r.Status == "" {
+		r.Status = RunRunning
+	}
+	if err := checkRunStatus(r.Status); err != nil {
+		return err
+	}
+	if r.Started.IsZero() {
+		r.Started = time.Now().UTC()
+	}
+	sysctls, err := json.Marshal(r.Env.Sysctls)
+	if err != nil {
+		return fmt.Errorf("store: encoding sysctls: %w", err)
+	}
+	if r.Env.Sysctls == nil {
+		sysctls = []byte("{}")
+	}
+	e := r.Env
+	res, err := db.w.ExecContext(ctx, `INSERT INTO runs (plan_name, plan_text, plan_hash, seed,
+		started_ns, finished_ns, status, version, vcs_commit, go_version, quic_go_version, kernel,
+		cpu_model, cpus, hostname, cc_client, cc_server, sysctls)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.PlanName, r.PlanText, r.PlanHash, int64(r.Seed), timeToNS(r.Started), timeToNS(r.Finished),
+		r.Status, e.Version, e.Commit, e.GoVersion, e.QuicGoVersion, e.Kernel, e.CPUModel, e.CPUs,
+		e.Hostname, e.CCClient, e.CCServer, string(sysctls))
+	if err != nil {
+		return fmt.Errorf("store: creating run: %w", err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	r.ID = id
+	return nil
+}
+
+// UpdateRunStatus sets a run's status and finish time (zero for none, e.g.
+// when a resumed run goes back to "running").
+func (db *DB) UpdateRunStatus(ctx context.Context, runID int64, status string, finished time.Time) error {
+	if err := checkRunStatus(status); err != nil {
+		return err
+	}
+	res, err := db.w.ExecContext(ctx, `UPDATE runs SET status = ?, finished_ns = ? WHERE id = ?`,
+		status, timeToNS(finished), runID)
+	if err != nil {
+		return fmt.Errorf("store: updating run %d: %w", runID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
+	}
+	return nil
+}
+
+const runColumns = `id, plan_name, plan_text, plan_hash, seed, started_ns, finished_ns, status,
+	version, vcs_commit, go_version, quic_go_version, kernel, cpu_model, cpus, hostname,
+	cc_client, cc_server, sysctls`
+
+type rowScanner interface{ Scan(...any) error }
+
+func scanRun(s rowScanner) (model.Run, error) {
+	var (
+		r                 model.Run
+		seed              int64
+		started, finished sql.NullInt64
+		sysctls           string
+	)
+	e := &r.Env
+	err := s.Scan(&r.ID, &r.PlanName, &r.PlanText, &r.PlanHash, &seed, &started, &finished, &r.Status,
+		&e.Version, &e.Commit, &e.GoVersion, &e.QuicGoVersion, &e.Kernel, &e.CPUModel, &e.CPUs,
+		&e.Hostname, &e.CCClient, &e.CCServer, &sysctls)
+	if err != nil {
+		return r, err
+	}
+	r.Seed = uint64(seed)
+	r.Started = nsToTime(started)
+	r.Finished = nsToTime(finished)
+	if sysctls != "" && sysctls != "{}" && sysctls != "null" {
+		if err := json.Unmarshal([]byte(sysctls), &e.Sysctls); err != nil {
+			return r, fmt.Errorf("store: run %d: sysctls: %w", r.ID, err)
+		}
+	}
+	return r, nil
+}
+
+// RunByID returns the run with the given ID (ErrNotFound if none).
+func (db *DB) RunByID(ctx context.Context, runID int64) (model.Run, error) {
+	return runByID(ctx, db.r, runID)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func runByID(ctx context.Context, q querier, runID int64) (model.Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
+	}
+	return r, err
+}
+
+// Runs returns every run in the database, oldest first.
+func (db *DB) Runs(ctx context.Context) ([]model.Run, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []model.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
+}
+
+// LatestRun returns the most recently created run (ErrNotFound if the
+// database has none).
+func (db *DB) LatestRun(ctx context.Context) (model.Run, error) {
+	r, err := scanRun(db.r.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY id DESC LIMIT 1`))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("store: %s has no runs: %w", db.path, ErrNotFound)
+	}
+	return r, err
+}
+
+// AddRunWarning stores a validity warning that concerns a whole run rather
+// than one sample (e.g. "machine has only 2 CPUs").
+func (db *DB) AddRunWarning(ctx context.Context, runID int64, message string) error {
+	_, err := db.w.ExecContext(ctx, `INSERT INTO warnings (run_id, sample_id, message) VALUES (?, NULL, ?)`,
+		runID, message)
+	if sqliteCode(err) == sqliteFK {
+		return fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
+	}
+	return err
+}
+
+// RunWarnings returns the run-level warnings of a run, in the order they
+// were added.
+func (db *DB) RunWarnings(ctx context.Context, runID int64) ([]string, error) {
+	rows, err := db.r.QueryContext(ctx,
+		`SELECT message FROM warnings WHERE run_id = ? AND sample_id IS NULL ORDER BY id`, runID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
