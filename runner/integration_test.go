@@ -1,0 +1,321 @@
+package runner_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quicbench/quicbench/internal/cli"
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/runner"
+	"github.com/quicbench/quicbench/store"
+)
+
+// The test binary doubles as the quicbench executable: the runner starts
+// it as `serve` and `agent` inside the namespaces, and the kill test runs
+// `run` in a child process.
+const execEnv = "QUICBENCH_TEST_EXEC"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(execEnv) == "1" {
+		os.Exit(cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Args: os.Args[1:], Getenv: os.Getenv, Exe: os.Args[0]}))
+	}
+	os.Setenv(execEnv, "1") // for the children
+	os.Exit(m.Run())
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for network namespaces")
+	}
+	if testing.Short() {
+		t.Skip("integration test (slow); skipped with -short")
+	}
+}
+
+const smallPlan = `
+name: small
+seed: 7
+iterations: 4
+warmup: true
+protocols: [h2, h3]
+timeout: 20s
+scenarios:
+  - name: clean
+  - name: delayed
+    link: "delay 5ms loss 1%"
+tests:
+  - test: ttfb
+  - test: download
+    params: {size: 200KB}
+`
+
+func runPlan(t *testing.T, p *plan.Plan, db string, max int) *runner.Summary {
+	t.Helper()
+	exe, _ := os.Executable()
+	var log strings.Builder
+	sum, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Progress: &log, Mode: runner.ProgressLines, MaxSamples: max})
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	return sum
+}
+
+func load(t *testing.T, db string) *model.Dataset {
+	t.Helper()
+	s, err := store.OpenExisting(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run, err := s.LatestRun(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.LoadDataset(context.Background(), run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// checkComplete asserts exactly one sample per (cell, iteration) of the plan.
+func checkComplete(t *testing.T, ds *model.Dataset) {
+	t.Helper()
+	want := plan.Count(ds.Cells).Total()
+	if len(ds.Samples) != want {
+		t.Fatalf("%d samples stored, want exactly %d", len(ds.Samples), want)
+	}
+	seen := map[string]bool{}
+	for _, s := range ds.Samples {
+		k := fmt.Sprintf("%d/%d", s.CellID, s.Iteration)
+		if seen[k] {
+			t.Fatalf("duplicate sample %s", k)
+		}
+		seen[k] = true
+	}
+	if ds.Run.Status != "complete" {
+		t.Fatalf("run status %q, want complete", ds.Run.Status)
+	}
+}
+
+func TestRunPairsAndResumes(t *testing.T) {
+	needRoot(t)
+	p, err := plan.Parse("small.yaml", []byte(smallPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "r.db")
+	// A partial run, then a resume of the same database.
+	sum := runPlan(t, p, db, 9)
+	if sum.Complete || sum.Taken != 9 {
+		t.Fatalf("partial run: %+v", sum)
+	}
+	exe, _ := os.Executable()
+	sum, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Complete || sum.Resumed != 9 {
+		t.Fatalf("resumed run: %+v", sum)
+	}
+	ds := load(t, db)
+	checkComplete(t, ds)
+	// Every protocol of an iteration of a group met the same seed, and the
+	// negotiated protocol matches the cell's.
+	cells := map[int64]model.Cell{}
+	for _, c := range ds.Cells {
+		cells[c.ID] = c
+	}
+	seeds := map[string]uint64{}
+	for _, s := range ds.Samples {
+		c := cells[s.CellID]
+		k := fmt.Sprintf("%s#%d", c.Group, s.Iteration)
+		if prev, ok := seeds[k]; ok && prev != s.Seed {
+			t.Errorf("%s: protocols met different seeds", k)
+		}
+		seeds[k] = s.Seed
+		if s.Status != model.StatusOK {
+			t.Errorf("sample %s #%d: %s %s", c.Key, s.Iteration, s.Status, s.Error)
+			continue
+		}
+		if want := map[string]string{"h2": "h2", "h3": "h3"}[c.Protocol]; s.Negotiated.ALPN != want {
+			t.Errorf("sample %s: negotiated %q", c.Key, s.Negotiated.ALPN)
+		}
+		if c.Scenario == "delayed" && s.LinkUp.PacketsIn == 0 {
+			t.Errorf("sample %s: no link counters", c.Key)
+		}
+	}
+	// Resuming a complete run is refused with a reason.
+	if _, err := runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe}); err == nil || !strings.Contains(err.Error(), "already complete") {
+		t.Fatalf("resume of a complete run: %v", err)
+	}
+}
+
+func TestSIGKILLThenResume(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	planFile := filepath.Join(dir, "small.yaml")
+	if err := os.WriteFile(planFile, []byte(smallPlan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "k.db")
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe, "run", "--plan", planFile, "-o", db, "--quiet", "--no-report")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it half way: once at least 12 samples are stored.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if n := storedSamples(db); n >= 12 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the run did not store 12 samples within 2 minutes")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	// Its server and agent died with it (parent-death signal): no process
+	// of the test binary runs in a quicbench namespace any more.
+	waitNoChildren(t, exe)
+	out, err := exec.Command(exe, "run", "--resume", db, "--quiet", "--no-report").CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	checkComplete(t, load(t, db))
+}
+
+func storedSamples(db string) int {
+	if _, err := os.Stat(db); err != nil {
+		return 0
+	}
+	s, err := store.OpenExisting(db)
+	if err != nil {
+		return 0
+	}
+	defer s.Close()
+	run, err := s.LatestRun(context.Background())
+	if err != nil {
+		return 0
+	}
+	n, _ := s.SampleCount(context.Background(), run.ID)
+	return n
+}
+
+// waitNoChildren waits until no process other than this one runs exe with
+// the serve or agent subcommand.
+func waitNoChildren(t *testing.T, exe string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left := 0
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil {
+				continue
+			}
+			args := strings.Split(string(b), "\x00")
+			if len(args) > 1 && strings.Contains(string(b), exe) && (strings.Contains(string(b), "\x00serve\x00") || strings.Contains(string(b), "\x00agent")) {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d server/agent processes outlived the killed run", left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestQuickPlan runs the README's default plan whole: samples for every
+// protocol and test, a complete run, and the time it took in the log.
+func TestQuickPlan(t *testing.T) {
+	needRoot(t)
+	p, err := plan.Builtin("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "quick.db")
+	start := time.Now()
+	sum := runPlan(t, p, db, 0)
+	t.Logf("quick plan: %d samples in %s (%d failed, %d invalid); per-sample overhead p50 %s p95 %s max %s",
+		sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid, sum.OverheadP50, sum.OverheadP95, sum.OverheadMax)
+	ds := load(t, db)
+	checkComplete(t, ds)
+	ok := map[string]int{}
+	for _, s := range ds.Samples {
+		if s.Status == model.StatusOK && !s.Warmup {
+			for _, c := range ds.Cells {
+				if c.ID == s.CellID {
+					ok[c.Test+"/"+c.Protocol]++
+				}
+			}
+		}
+	}
+	for _, c := range ds.Cells {
+		if ok[c.Test+"/"+c.Protocol] == 0 {
+			t.Errorf("no valid sample for %s over %s", c.Test, c.Protocol)
+		}
+	}
+}
+
+// TestStudyPlansQuick runs the quick variant of every built-in study plan.
+func TestStudyPlansQuick(t *testing.T) {
+	needRoot(t)
+	for _, name := range plan.BuiltinNames() {
+		if name == "quick" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			p, err := plan.Builtin(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, err = p.Quick(); err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range mustCells(t, p) {
+				if c.Client == model.ClientChromium {
+					if _, err := exec.LookPath("chromium"); err != nil {
+						t.Skip("chromium is not installed")
+					}
+				}
+			}
+			db := filepath.Join(t.TempDir(), name+".db")
+			start := time.Now()
+			sum := runPlan(t, p, db, 0)
+			t.Logf("%s (quick): %d samples in %s, %d failed, %d invalid", name, sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid)
+			ds := load(t, db)
+			checkComplete(t, ds)
+			for _, s := range ds.Samples {
+				if s.Status != model.StatusOK {
+					t.Errorf("sample of cell %d: %s: %s", s.CellID, s.Status, s.Error)
+				}
+			}
+		})
+	}
+}
+
+func mustCells(t *testing.T, p *plan.Plan) []model.Cell {
+	cells, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cells
+}
