@@ -1,0 +1,702 @@
+// Package endpoint is quicbench's built-in server and client: HTTP/1.1 and
+// HTTP/2 over TLS 1.3 on TCP, cleartext HTTP/1.1, HTTP/3 over QUIC, and a raw
+// request/response protocol over TLS/TCP and over QUIC (package raw). Both
+// ends are the same program with the same certificate and TLS settings.
+//
+// The client (Fetch) records, for every request, nanosecond timestamps from
+// the start of the sample (connection start, connect, handshake, request
+// sent, first byte, every received chunk, last byte), what each connection
+// really negotiated, its final transport statistics (TCP_INFO or quic-go's
+// connection statistics), and the client process's CPU time. A response
+// over another protocol than the one asked for is an error (*MismatchError),
+// never a measurement. docs/metrics.md defines every figure.
+package endpoint
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/quicbench/quicbench/endpoint/certs"
+	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/endpoint/raw"
+	"github.com/quicbench/quicbench/internal/model"
+)
+
+// ServerConfig configures a server. The zero value serves every protocol on
+// free ports of every local address with a freshly generated certificate.
+type ServerConfig struct {
+	// Host is the IP address to listen on; "" listens on all addresses.
+	Host string
+	// Port is the TLS port, the same number on TCP (h1, h2, tcp) and UDP
+	// (h3, quic); 0 picks a port free on both.
+	Port int
+	// PlainPort is the cleartext HTTP/1.1 (h1c) port; 0 picks a free one.
+	PlainPort int
+	// Names are extra IP addresses and DNS names for the generated
+	// certificate. Host (or, when Host is empty, every local address),
+	// "localhost", 127.0.0.1 and ::1 are always included.
+	Names []string
+	// Certificate, if set, is presented instead of a generated one (then
+	// ServerInfo.CAPEM is empty).
+	Certificate *tls.Certificate
+	// Protocols lists the protocols to serve (model.Proto*); nil serves all.
+	Protocols []string
+	// Sites maps NAME to a directory served as /site/NAME/.
+	Sites map[string]string
+	// FilesDir, if set, is served as /files/.
+	FilesDir string
+	// CongestionControl sets the TCP congestion control algorithm of the
+	// server's TCP sockets ("cubic", "bbr", "reno"); "" keeps the system
+	// default. QUIC always uses quic-go's own (Cubic).
+	CongestionControl string
+	// KeyLog receives TLS secrets in NSS key log format (SSLKEYLOGFILE),
+	// for TCP and QUIC alike, so that Wireshark can decrypt captures.
+	KeyLog io.Writer
+	// QlogDir, if set, receives one qlog file per QUIC connection.
+	QlogDir string
+	// NoQUICEvents turns quic-go's per-packet event tracing off on the
+	// server (unless QlogDir is set); see FetchSpec.NoQUICEvents.
+	NoQUICEvents bool
+	// Logf receives errors that have no caller to return to (nil: dropped).
+	Logf func(format string, args ...any)
+}
+
+// ServerInfo is what a client needs to reach a server.
+type ServerInfo struct {
+	Host      string   `json:"host"`       // listening address ("" = all)
+	Port      int      `json:"port"`       // TLS port, TCP and UDP
+	PlainPort int      `json:"plain_port"` // cleartext HTTP/1.1 port (0 when h1c is not served)
+	Protocols []string `json:"protocols"`  // protocols served
+	SPKI      string   `json:"spki"`       // base64 SHA-256 of the leaf's SubjectPublicKeyInfo
+	CAPEM     string   `json:"ca_pem,omitempty"`
+	Names     []string `json:"names"` // SANs of the leaf certificate
+	PID       int      `json:"pid"`
+}
+
+// Server is a running quicbench server.
+type Server struct {
+	cfg   ServerConfig
+	info  ServerInfo
+	logf  func(string, ...any)
+	roots []*os.Root
+
+	tlsConf  *tls.Config
+	tlsTCP   *tls.Config  // tlsConf with the TCP ALPNs
+	udp      *net.UDPConn // until the QUIC server owns it
+	tcpLn    net.Listener // TLS over TCP: h1, h2, tcp
+	plainLn  net.Listener // h1c
+	httpTLS  *http.Server
+	httpLn   *chanListener
+	plain    *http.Server
+	quic     *h3.Server
+	serveTCP map[string]bool
+
+	book *statsBook
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[*trackedConn]struct{}
+	wg     sync.WaitGroup
+}
+
+func (c ServerConfig) serves(p string) bool {
+	return c.Protocols == nil || slices.Contains(c.Protocols, p)
+}
+
+// StartServer starts listening on every configured protocol and returns
+// once all listeners are up. Close releases everything.
+func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
+	for _, p := range cfg.Protocols {
+		if !slices.Contains(model.Protocols, p) {
+			return nil, fmt.Errorf("endpoint: unknown protocol %q (known: %v)", p, model.Protocols)
+		}
+	}
+	if cfg.Protocols != nil && len(cfg.Protocols) == 0 {
+		return nil, errors.New("endpoint: ServerConfig.Protocols is empty")
+	}
+	if cfg.Host != "" {
+		if _, err := netip.ParseAddr(cfg.Host); err != nil {
+			return nil, fmt.Errorf("endpoint: listen address %q is not an IP address", cfg.Host)
+		}
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 || cfg.PlainPort < 0 || cfg.PlainPort > 65535 {
+		return nil, fmt.Errorf("endpoint: ports must be 0..65535 (got %d and %d)", cfg.Port, cfg.PlainPort)
+	}
+	s := &Server{
+		cfg:   cfg,
+		logf:  cfg.Logf,
+		book:  newStatsBook(4096),
+		conns: map[*trackedConn]struct{}{},
+	}
+	if s.logf == nil {
+		s.logf = func(string, ...any) {}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = s.Close()
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.setupCert(); err != nil {
+		return nil, err
+	}
+	handler, err := s.setupHandler()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.listen(); err != nil {
+		return nil, err
+	}
+	s.startHTTP(handler)
+	if cfg.serves(model.ProtoH3) || cfg.serves(model.ProtoQUIC) {
+		var h http.Handler
+		if cfg.serves(model.ProtoH3) {
+			h = handler
+		}
+		s.quic, err = h3.Listen(s.udp, h3.ServerConfig{
+			TLS:      s.tlsConf,
+			Handler:  h,
+			Raw:      cfg.serves(model.ProtoQUIC),
+			QlogDir:  cfg.QlogDir,
+			NoEvents: cfg.NoQUICEvents,
+			OnClose:  func(remote string, st model.TransportStats) { s.book.put("quic", remote, st) },
+			Logf:     s.logf,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: QUIC: %w", err)
+		}
+		s.udp = nil // owned by the QUIC server now
+	}
+	for _, p := range model.Protocols {
+		if cfg.serves(p) {
+			s.info.Protocols = append(s.info.Protocols, p)
+		}
+	}
+	s.info.PID = os.Getpid()
+	ok = true
+	return s, nil
+}
+
+func (s *Server) setupCert() error {
+	cfg := s.cfg
+	var cert tls.Certificate
+	if cfg.Certificate != nil {
+		cert = *cfg.Certificate
+	} else {
+		ca, err := certs.NewCA()
+		if err != nil {
+			return err
+		}
+		names := []string{"localhost", "127.0.0.1", "::1"}
+		if cfg.Host != "" {
+			names = append(names, cfg.Host)
+		} else {
+			names = append(names, localAddrs()...)
+		}
+		names = append(names, cfg.Names...)
+		slices.Sort(names)
+		names = slices.Compact(names)
+		cert, err = ca.Issue(names...)
+		if err != nil {
+			return err
+		}
+		s.info.CAPEM = string(ca.CertPEM())
+	}
+	spki, err := certs.LeafSPKIHash(cert)
+	if err != nil {
+		return err
+	}
+	s.info.SPKI = spki
+	if cert.Leaf != nil {
+		s.info.Names = append(s.info.Names, cert.Leaf.DNSNames...)
+		for _, ip := range cert.Leaf.IPAddresses {
+			s.info.Names = append(s.info.Names, ip.String())
+		}
+	}
+	s.tlsConf = serverTLSConfig(cert, cfg.KeyLog)
+	return nil
+}
+
+// localAddrs lists the unicast addresses of the local interfaces.
+func localAddrs() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && !p.Addr().IsLinkLocalUnicast() {
+			out = append(out, p.Addr().String())
+		}
+	}
+	return out
+}
+
+func (s *Server) setupHandler() (http.Handler, error) {
+	sites := map[string]*os.Root{}
+	for name, dir := range s.cfg.Sites {
+		if err := validSiteName(name); err != nil {
+			return nil, fmt.Errorf("endpoint: site %q: %w", name, err)
+		}
+		root, err := openRoot("site "+name, dir)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: %w", err)
+		}
+		s.roots = append(s.roots, root)
+		sites[name] = root
+	}
+	var files *os.Root
+	if s.cfg.FilesDir != "" {
+		root, err := openRoot("files", s.cfg.FilesDir)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint: %w", err)
+		}
+		s.roots = append(s.roots, root)
+		files = root
+	}
+	return newHandler(sites, files), nil
+}
+
+// listen binds the TCP, UDP and cleartext sockets.
+func (s *Server) listen() error {
+	cfg := s.cfg
+	needTCP := cfg.serves(model.ProtoH1) || cfg.serves(model.ProtoH2) || cfg.serves(model.ProtoTCP)
+	needUDP := cfg.serves(model.ProtoH3) || cfg.serves(model.ProtoQUIC)
+	host := cfg.Host
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = s.bindTLSPort(host, cfg.Port, needTCP, needUDP)
+		if err == nil || cfg.Port != 0 || attempt == 20 || !errors.Is(err, errUDPTaken) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("endpoint: %w", err)
+	}
+	if cfg.serves(model.ProtoH1C) {
+		ln, err := s.listenConfig().Listen(context.Background(), "tcp", net.JoinHostPort(host, strconv.Itoa(cfg.PlainPort)))
+		if err != nil {
+			return fmt.Errorf("endpoint: cleartext listener: %w", err)
+		}
+		s.plainLn = ln
+		s.info.PlainPort = ln.Addr().(*net.TCPAddr).Port
+	}
+	s.info.Host = host
+	return nil
+}
+
+var errUDPTaken = errors.New("UDP port unavailable")
+
+func (s *Server) listenConfig() *net.ListenConfig {
+	return &net.ListenConfig{Control: setCongestion(s.cfg.CongestionControl)}
+}
+
+// bindTLSPort binds TCP and/or UDP on the same port. With port 0 the TCP
+// port is chosen by the kernel and UDP must follow; the caller retries when
+// that UDP port is taken.
+func (s *Server) bindTLSPort(host string, port int, needTCP, needUDP bool) error {
+	if needTCP {
+		ln, err := s.listenConfig().Listen(context.Background(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("TLS/TCP listener: %w", err)
+		}
+		port = ln.Addr().(*net.TCPAddr).Port
+		s.tcpLn = ln
+	}
+	if needUDP {
+		ua, err := net.ResolveUDPAddr("udp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err == nil {
+			s.udp, err = net.ListenUDP("udp", ua)
+		}
+		if err != nil {
+			if s.tcpLn != nil {
+				_ = s.tcpLn.Close()
+				s.tcpLn = nil
+			}
+			return fmt.Errorf("QUIC UDP socket on port %d: %w: %w", port, errUDPTaken, err)
+		}
+		port = s.udp.LocalAddr().(*net.UDPAddr).Port
+	}
+	s.info.Port = port
+	return nil
+}
+
+func (s *Server) startHTTP(handler http.Handler) {
+	errLog := log.New(logfWriter(s.logf), "", 0)
+	h := handler
+	if s.cfg.serves(model.ProtoH3) {
+		altSvc := fmt.Sprintf(`h3=":%d"; ma=86400`, s.info.Port)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Alt-Svc", altSvc)
+			handler.ServeHTTP(w, r)
+		})
+	}
+	if s.tcpLn != nil {
+		var protos []string
+		s.serveTCP = map[string]bool{}
+		if s.cfg.serves(model.ProtoH2) {
+			protos = append(protos, "h2")
+			s.serveTCP["h2"] = true
+		}
+		if s.cfg.serves(model.ProtoH1) {
+			protos = append(protos, "http/1.1")
+			s.serveTCP["http/1.1"] = true
+		}
+		if s.cfg.serves(model.ProtoTCP) {
+			protos = append(protos, raw.ALPN)
+			s.serveTCP[raw.ALPN] = true
+		}
+		s.tlsTCP = s.tlsConf.Clone()
+		s.tlsTCP.NextProtos = protos
+		var p http.Protocols
+		p.SetHTTP1(true)
+		p.SetHTTP2(s.cfg.serves(model.ProtoH2))
+		s.httpLn = newChanListener(s.tcpLn.Addr())
+		s.httpTLS = &http.Server{
+			Handler:           h,
+			Protocols:         &p,
+			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 1000, MaxReceiveBufferPerConnection: h3.ConnWindow, MaxReceiveBufferPerStream: h3.StreamWindow},
+			ReadHeaderTimeout: 30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          errLog,
+		}
+		s.wg.Add(2)
+		go func() { defer s.wg.Done(); _ = s.httpTLS.Serve(s.httpLn) }()
+		go func() { defer s.wg.Done(); s.acceptTLS() }()
+	}
+	if s.plainLn != nil {
+		var p http.Protocols
+		p.SetHTTP1(true)
+		s.plain = &http.Server{
+			Handler:           h,
+			Protocols:         &p,
+			ReadHeaderTimeout: 30 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          errLog,
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			_ = s.plain.Serve(&trackingListener{Listener: s.plainLn, s: s})
+		}()
+	}
+}
+
+type logfWriter func(string, ...any)
+
+func (f logfWriter) Write(p []byte) (int, error) {
+	f("%s", string(p))
+	return len(p), nil
+}
+
+// acceptTLS accepts TLS/TCP connections and hands each, after its
+// handshake, to the HTTP server or the raw protocol by negotiated ALPN.
+func (s *Server) acceptTLS() {
+	for {
+		c, err := s.tcpLn.Accept()
+		if err != nil {
+			return
+		}
+		tc := s.track(c)
+		if tc == nil {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.dispatchTLS(tc)
+		}()
+	}
+}
+
+const serverHandshakeTimeout = 30 * time.Second
+
+func (s *Server) dispatchTLS(c *trackedConn) {
+	tc := tls.Server(c, s.tlsTCP)
+	_ = c.SetDeadline(time.Now().Add(serverHandshakeTimeout))
+	if err := tc.Handshake(); err != nil {
+		_ = tc.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	proto := tc.ConnectionState().NegotiatedProtocol
+	switch {
+	case proto == raw.ALPN:
+		if err := raw.Serve(tc, false); err != nil && !isNetClosed(err) {
+			s.logf("raw TCP from %s: %v", c.RemoteAddr(), err)
+		}
+		_ = tc.Close()
+	case proto == "h2" || proto == "http/1.1" || (proto == "" && s.serveTCP["http/1.1"]):
+		s.httpLn.push(tc)
+	default:
+		_ = tc.Close()
+	}
+}
+
+func isNetClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// Info returns the server's addresses, protocols and certificate identity.
+func (s *Server) Info() ServerInfo { return s.info }
+
+// Addr returns "host:port" of the TLS port for the given host (the listen
+// address when empty, or 127.0.0.1 when listening on all addresses).
+func (s *Server) Addr() string { return net.JoinHostPort(s.dialHost(), strconv.Itoa(s.info.Port)) }
+
+// PlainAddr returns "host:port" of the cleartext HTTP/1.1 port.
+func (s *Server) PlainAddr() string {
+	return net.JoinHostPort(s.dialHost(), strconv.Itoa(s.info.PlainPort))
+}
+
+func (s *Server) dialHost() string {
+	if s.info.Host == "" {
+		return "127.0.0.1"
+	}
+	return s.info.Host
+}
+
+// CPU returns the CPU time of the server's process (getrusage
+// RUSAGE_SELF): meaningful per sample when the server runs in its own
+// process, as `quicbench serve` does.
+func (s *Server) CPU() (CPUTime, error) { return ProcessCPU() }
+
+// ConnStats waits until the server-side connection from the client address
+// addr ("ip:port", as the client saw its local address) of the given kind
+// ("tcp" or "quic") has ended, and returns its final transport statistics,
+// or ctx's error.
+func (s *Server) ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error) {
+	return s.book.wait(ctx, kind, addr)
+}
+
+// Close stops every listener, closes every connection and waits for the
+// server's goroutines. It is safe to call more than once.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*trackedConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var errs []error
+	if s.tcpLn != nil {
+		errs = append(errs, ignoreClosed(s.tcpLn.Close()))
+	}
+	if s.plainLn != nil {
+		errs = append(errs, ignoreClosed(s.plainLn.Close()))
+	}
+	if s.httpLn != nil {
+		_ = s.httpLn.Close()
+	}
+	if s.httpTLS != nil {
+		errs = append(errs, ignoreClosed(s.httpTLS.Close()))
+	}
+	if s.plain != nil {
+		errs = append(errs, ignoreClosed(s.plain.Close()))
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	if s.quic != nil {
+		errs = append(errs, s.quic.Close())
+	}
+	if s.udp != nil {
+		errs = append(errs, s.udp.Close())
+	}
+	s.wg.Wait()
+	for _, r := range s.roots {
+		_ = r.Close()
+	}
+	return errors.Join(errs...)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// trackedConn is a server-side TCP connection that records its TCP_INFO
+// when closed and is closed by Server.Close.
+type trackedConn struct {
+	*net.TCPConn
+	s    *Server
+	once sync.Once
+	err  error
+}
+
+func (s *Server) track(c net.Conn) *trackedConn {
+	t, ok := c.(*net.TCPConn)
+	if !ok {
+		_ = c.Close()
+		return nil
+	}
+	tc := &trackedConn{TCPConn: t, s: s}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = t.Close()
+		return nil
+	}
+	s.conns[tc] = struct{}{}
+	return tc
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		if st, err := tcpStats(c.TCPConn); err == nil {
+			c.s.book.put("tcp", c.RemoteAddr().String(), st)
+		}
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+		c.err = c.TCPConn.Close()
+	})
+	return c.err
+}
+
+type trackingListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if tc := l.s.track(c); tc != nil {
+			return tc, nil
+		}
+	}
+}
+
+// chanListener is a net.Listener fed with connections whose TLS handshake
+// the dispatcher already completed.
+type chanListener struct {
+	addr net.Addr
+	ch   chan net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func newChanListener(addr net.Addr) *chanListener {
+	return &chanListener{addr: addr, ch: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *chanListener) push(c net.Conn) {
+	select {
+	case l.ch <- c:
+	case <-l.done:
+		_ = c.Close()
+	}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// statsBook keeps the final transport statistics of the last connections
+// that ended, by kind and client address.
+type statsBook struct {
+	mu      sync.Mutex
+	limit   int
+	m       map[string]model.TransportStats
+	order   []string
+	waiters map[string][]chan struct{}
+}
+
+func newStatsBook(limit int) *statsBook {
+	return &statsBook{limit: limit, m: map[string]model.TransportStats{}, waiters: map[string][]chan struct{}{}}
+}
+
+func bookKey(kind, addr string) string {
+	if ap, err := netip.ParseAddrPort(addr); err == nil {
+		addr = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+	}
+	return kind + " " + addr
+}
+
+func (b *statsBook) put(kind, addr string, st model.TransportStats) {
+	k := bookKey(kind, addr)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[k]; !ok {
+		b.order = append(b.order, k)
+		if len(b.order) > b.limit {
+			delete(b.m, b.order[0])
+			b.order = b.order[1:]
+		}
+	}
+	b.m[k] = st
+	for _, w := range b.waiters[k] {
+		close(w)
+	}
+	delete(b.waiters, k)
+}
+
+func (b *statsBook) wait(ctx context.Context, kind, addr string) (model.TransportStats, error) {
+	k := bookKey(kind, addr)
+	b.mu.Lock()
+	if st, ok := b.m[k]; ok {
+		b.mu.Unlock()
+		return st, nil
+	}
+	ch := make(chan struct{})
+	b.waiters[k] = append(b.waiters[k], ch)
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.m[k], nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		ws := b.waiters[k]
+		for i, w := range ws {
+			if w == ch {
+				b.waiters[k] = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(b.waiters[k]) == 0 {
+			delete(b.waiters, k)
+		}
+		return model.TransportStats{}, fmt.Errorf("no statistics for %s connection from %s: %w", kind, addr, ctx.Err())
+	}
+}
