@@ -45,6 +45,11 @@ type Options struct {
 	// MaxSamples stops the run after that many samples (0: no limit); the
 	// run stays resumable. Used by tests and for partial runs.
 	MaxSamples int
+	// QUICEvents turns on quic-go's per-packet event tracing in the server
+	// and the client (PTO counts, congestion events, retransmissions of
+	// QUIC connections) at a CPU cost of 20-35% per MB for quic-go; off by
+	// default so that QUIC is not handicapped against TCP.
+	QUICEvents bool
 }
 
 // Summary is what a run did.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/netns"
@@ -36,6 +37,9 @@ const (
 // sockets) and the client agent.
 func (r *run) startEndpoints(ctx context.Context, cc string) error {
 	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
+	if !r.opts.QUICEvents {
+		args = append(args, "--no-quic-events")
+	}
 	for _, s := range sortedValues(r.sites) {
 		args = append(args, "--site", s)
 	}
@@ -109,7 +113,7 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	}
 	info := r.srv.info
 	req := workload.Request{
-		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC,
+		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC, QUICEvents: r.opts.QUICEvents,
 		Timeout: r.plan.TimeoutFor(c),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
@@ -131,6 +135,13 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 
 	mono1 := time.Now()
 	wall1 := time.Now().Round(0)
+	// The server's view of the connections (the sender's, for downloads).
+	// Waiting for it also lets every connection of this sample finish its
+	// close before the link is reset for the next one.
+	var serverStats []model.TransportStats
+	if len(res.Conns) > 0 {
+		serverStats = r.serverStats(res.Conns)
+	}
 	srvCPU1, srvErr1 := r.srv.cpu()
 	mach1, machErr1 := sysinfo.ReadCPUTimes()
 	upC1, downC1 := r.counters()
@@ -140,6 +151,10 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	s.Metrics = res.Metrics
 	s.Negotiated = res.Negotiated
 	s.Transport = res.Transport
+	for i := range s.Transport {
+		s.Transport[i].Side = "client"
+	}
+	s.Transport = append(s.Transport, serverStats...)
 	s.Timelines = append(res.Timelines, serverSeries...)
 	s.Resources = res.Resources
 	s.Wall = res.Wall
@@ -280,4 +295,27 @@ func validity(c *model.Cell, up, down spec.Link, s *model.Sample, res *workload.
 		}
 	}
 	return w
+}
+
+// serverStatsWait bounds the wait for the server to see the sample's
+// connections end.
+const serverStatsWait = time.Second
+
+// serverStats asks the server for its final statistics of conns.
+func (r *run) serverStats(conns []endpoint.ConnRef) []model.TransportStats {
+	r.srv.mu.Lock()
+	replies, err := r.srv.ctl.ConnStats(serverStatsWait, conns...)
+	r.srv.mu.Unlock()
+	if err != nil {
+		return nil
+	}
+	var out []model.TransportStats
+	for _, rep := range replies {
+		if rep.Stats != nil {
+			st := *rep.Stats
+			st.Side = "server"
+			out = append(out, st)
+		}
+	}
+	return out
 }

@@ -519,30 +519,30 @@ const childJoin = ` JOIN samples s ON s.id = x.sample_id JOIN cells c ON c.id = 
 func (x exporter) transport() table {
 	t := table{cols: concat(
 		cols(false, colInt, "run_id", "sample_id", "conn"),
-		cols(false, colText, "kind", "congestion_algo"),
+		cols(false, colText, "kind", "side", "congestion_algo"),
 		cols(true, colFloat, "srtt_ms", "rttvar_ms", "min_rtt_ms"),
 		cols(false, colInt, "cwnd_bytes", "ssthresh_bytes", "packets_sent", "packets_lost", "retransmits",
 			"bytes_retransmitted", "delivery_rate_bps", "congestion_events", "pto_count"),
 	)}
 	t.rows = func(emit func([]any) error) error {
-		return x.query(`SELECT c.run_id, x.sample_id, x.conn, x.kind, x.congestion_algo, x.srtt_ms,
+		return x.query(`SELECT c.run_id, x.sample_id, x.conn, x.kind, x.side, x.congestion_algo, x.srtt_ms,
 			x.rttvar_ms, x.min_rtt_ms, x.cwnd_bytes, x.ssthresh_bytes, x.packets_sent, x.packets_lost,
 			x.retransmits, x.bytes_retransmitted, x.delivery_rate_bps, x.congestion_events, x.pto_count
 			FROM transport_stats x`+childJoin+childOrder+`, x.conn`, func(rows *sql.Rows) error {
 			var (
-				ids        [3]int64
-				kind, algo string
-				f          [3]sql.NullFloat64
-				n          [9]int64
+				ids              [3]int64
+				kind, side, algo string
+				f                [3]sql.NullFloat64
+				n                [9]int64
 			)
-			dest := []any{&ids[0], &ids[1], &ids[2], &kind, &algo, &f[0], &f[1], &f[2]}
+			dest := []any{&ids[0], &ids[1], &ids[2], &kind, &side, &algo, &f[0], &f[1], &f[2]}
 			for i := range n {
 				dest = append(dest, &n[i])
 			}
 			if err := rows.Scan(dest...); err != nil {
 				return err
 			}
-			row := []any{ids[0], ids[1], ids[2], kind, algo, floatOrNaN(f[0]), floatOrNaN(f[1]), floatOrNaN(f[2])}
+			row := []any{ids[0], ids[1], ids[2], kind, side, algo, floatOrNaN(f[0]), floatOrNaN(f[1]), floatOrNaN(f[2])}
 			for _, v := range n {
 				row = append(row, v)
 			}

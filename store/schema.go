@@ -123,6 +123,7 @@ CREATE TABLE transport_stats (
 	sample_id            INTEGER NOT NULL REFERENCES samples(id) ON DELETE CASCADE,
 	conn                 INTEGER NOT NULL,      -- 0-based connection index
 	kind                 TEXT    NOT NULL,
+	side                 TEXT    NOT NULL,      -- whose view: client, server ('' = client)
 	congestion_algo      TEXT    NOT NULL,
 	srtt_ms              REAL,
 	rttvar_ms            REAL,

@@ -63,8 +63,13 @@ type Request struct {
 	Client   string            `json:"client"` // model.ClientBuiltin (default) or model.ClientChromium
 	Params   map[string]string `json:"params"` // the cell's factors (test parameters and grid coordinates)
 	CC       string            `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
-	Target   Target            `json:"target"`
-	Timeout  time.Duration     `json:"timeout"` // whole sample; 0 = endpoint default
+	// QUICEvents turns on quic-go's per-packet event tracing, which yields
+	// the PTO count, congestion events and retransmissions of QUIC
+	// connections but costs quic-go 20-35% more CPU per MB; off by default
+	// so that QUIC is not handicapped against TCP, whose TCP_INFO is free.
+	QUICEvents bool          `json:"quic_events"`
+	Target     Target        `json:"target"`
+	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -159,12 +164,18 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 		spec.Paths = []string{fmt.Sprintf("/page/%d/%s", n, url.PathEscape(s))}
 		return page(ctx, spec)
 	case TestSite:
-		spec.Paths = []string{"/site/" + url.PathEscape(p.str("site", "site-39x3mb")) + "/index.html"}
+		spec.Paths = []string{sitePath(p)}
 		return page(ctx, spec)
 	case TestCPU:
 		return e.cpu(ctx, spec, p)
 	}
 	return nil, fmt.Errorf("test %q has no implementation", req.Test)
+}
+
+// sitePath is the URL of a site's start page: its directory (the file
+// server redirects .../index.html to it, which would cost a round trip).
+func sitePath(p params) string {
+	return "/site/" + url.PathEscape(p.str("site", "site-39x3mb")) + "/"
 }
 
 func baseSpec(req Request) (endpoint.FetchSpec, error) {
@@ -180,9 +191,11 @@ func baseSpec(req Request) (endpoint.FetchSpec, error) {
 		return endpoint.FetchSpec{}, fmt.Errorf("no server port for %s", req.Protocol)
 	}
 	spec := endpoint.FetchSpec{
-		Proto:   req.Protocol,
-		Addr:    net.JoinHostPort(t.Host, strconv.Itoa(port)),
-		Timeout: req.Timeout,
+		Proto:             req.Protocol,
+		Addr:              net.JoinHostPort(t.Host, strconv.Itoa(port)),
+		Timeout:           req.Timeout,
+		CongestionControl: req.CC,
+		NoQUICEvents:      !req.QUICEvents,
 	}
 	if t.CAPEM != "" {
 		pool := x509.NewCertPool()
@@ -615,7 +628,7 @@ func (e *Executor) browserSample(ctx context.Context, req Request, p params) (*R
 	case TestPage:
 		path = fmt.Sprintf("/page/%d/%s", p.int("objects", 10), url.PathEscape(p.str("size", "8KB")))
 	case TestSite:
-		path = "/site/" + url.PathEscape(p.str("site", "site-39x3mb")) + "/index.html"
+		path = sitePath(p)
 	default:
 		return nil, fmt.Errorf("client chromium runs only page and site tests, not %s", req.Test)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/internal/sites"
 )
 
 // startServer runs the real endpoint server on loopback.
@@ -118,5 +119,34 @@ func TestZeroRTTOverTCPIsFailedNotMeasured(t *testing.T) {
 	res := ex.Execute(context.Background(), Request{Test: TestHandshake, Protocol: "h2", Params: map[string]string{"mode": "0rtt"}, Target: target})
 	if res.Status == model.StatusOK {
 		t.Fatal("0-RTT over TCP was reported as measured")
+	}
+}
+
+func TestGeneratedSiteOverLoopback(t *testing.T) {
+	dirs, err := sites.WriteAll(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := endpoint.StartServer(context.Background(), endpoint.ServerConfig{Host: "127.0.0.1", Sites: dirs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	info := srv.Info()
+	target := Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM}
+	var ex Executor
+	for _, shape := range sites.Builtin {
+		for _, proto := range []string{"h1", "h3"} {
+			res := ex.Execute(context.Background(), Request{Test: TestSite, Protocol: proto, Params: map[string]string{"site": shape.Name}, Target: target})
+			if res.Status != model.StatusOK {
+				t.Fatalf("%s over %s: %s", shape.Name, proto, res.Error)
+			}
+			if got := int(res.Metrics["resources"]); got != shape.Requests {
+				t.Errorf("%s over %s: %d requests, want %d", shape.Name, proto, got, shape.Requests)
+			}
+			if got := int64(res.Metrics["page_bytes"]); got != shape.Bytes {
+				t.Errorf("%s over %s: %d bytes, want %d", shape.Name, proto, got, shape.Bytes)
+			}
+		}
 	}
 }

@@ -37,10 +37,10 @@ func loadPlan(nameOrPath string) (*plan.Plan, error) {
 
 func newRunCmd(env *Env) *cobra.Command {
 	var (
-		planArg, out, resume, reportPath, keylog, qlog string
-		quick, quiet, jsonl, lines, noReport           bool
-		seed                                           uint64
-		maxSamples                                     int
+		planArg, out, resume, reportPath, keylog, qlog   string
+		quick, quiet, jsonl, lines, noReport, quicEvents bool
+		seed                                             uint64
+		maxSamples                                       int
 	)
 	cmd := &cobra.Command{
 		Use:   "run --plan NAME|FILE [-o results.db]",
@@ -60,7 +60,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 			if os.Geteuid() != 0 {
 				return &ExitError{Code: ExitEnv, Err: errors.New("quicbench run needs root to create network namespaces"), Hint: "run it as root (sudo); quicbench doctor explains what is available"}
 			}
-			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples}
+			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents}
 			switch {
 			case quiet:
 				opts.Mode = runner.ProgressQuiet
@@ -133,6 +133,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.BoolVar(&lines, "lines", false, "progress as one plain line per sample")
 	f.StringVar(&keylog, "keylog", "", "directory for the server's TLS key log (SSLKEYLOGFILE format)")
 	f.StringVar(&qlog, "qlog", "", "directory for the server's qlog files")
+	f.BoolVar(&quicEvents, "quic-events", false, "record quic-go's per-packet events (QUIC PTO counts, congestion events, retransmissions) at a CPU cost for QUIC")
 	f.IntVar(&maxSamples, "max-samples", 0, "stop after this many samples (the run stays resumable)")
 	_ = f.MarkHidden("max-samples")
 	return cmd

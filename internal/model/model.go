@@ -129,6 +129,7 @@ type Negotiated struct {
 // transport does not provide are left zero; see docs/metrics.md.
 type TransportStats struct {
 	Kind               string  // "tcp" or "quic"
+	Side               string  // whose view: "client" or "server" (the sender of a download); "" = client
 	CongestionAlgo     string  // "cubic", "bbr", "reno" (TCP) / quic-go's ("cubic"/"reno")
 	SmoothedRTTms      float64 // TCP tcpi_rtt / QUIC smoothed_rtt
 	RTTVarms           float64 // TCP tcpi_rttvar / QUIC rtt variance
