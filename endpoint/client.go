@@ -321,7 +321,8 @@ type fetcher struct {
 	tlsConf *tls.Config
 	http    *httpClient // h1, h1c, h2
 
-	onChunk func() // test hook: called after every body chunk
+	onChunk func()       // test hook: called after every body chunk
+	tickets *ticketCache // session cache of Resume and ZeroRTT fetches
 
 	mu      sync.Mutex
 	conns   []clientConn // measured connections, in dial order
@@ -344,7 +345,8 @@ func Fetch(ctx context.Context, spec FetchSpec) (*FetchResult, error) {
 	f.onChunk, _ = ctx.Value(chunkHookKey{}).(func())
 	f.tlsConf = clientTLSConfig(spec.RootCAs, spec.ServerName, spec.Insecure, spec.KeyLog)
 	if spec.Resume {
-		f.tlsConf.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+		f.tickets = &ticketCache{ClientSessionCache: tls.NewLRUClientSessionCache(4), got: make(chan struct{})}
+		f.tlsConf.ClientSessionCache = f.tickets
 	}
 	if !isRaw(spec.Proto) && spec.Proto != model.ProtoH3 {
 		f.http = newHTTPClient(f)
@@ -449,12 +451,40 @@ func (f *fetcher) prime(ctx context.Context) (*ConnTiming, error) {
 	}
 	rq := &request{t: &RequestTiming{Path: "/echo"}, warm: true}
 	err = f.do(ctx, c, rq)
+	if err == nil && f.tickets != nil {
+		// TLS 1.3 sends session tickets after the handshake; on a lossy
+		// link the ticket may still be in flight (or being retransmitted)
+		// when the response is complete. Closing now would make the
+		// measured connection a full handshake.
+		t := time.NewTimer(f.spec.FirstByteTimeout)
+		select {
+		case <-f.tickets.got:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
 	c.close()
 	ct := *c.timing()
 	if err != nil {
 		return &ct, err
 	}
 	return &ct, nil
+}
+
+// ticketCache is a client session cache that signals the first ticket.
+type ticketCache struct {
+	tls.ClientSessionCache
+	got  chan struct{}
+	once sync.Once
+}
+
+// Put stores a ticket and signals its arrival.
+func (c *ticketCache) Put(key string, cs *tls.ClientSessionState) {
+	c.ClientSessionCache.Put(key, cs)
+	if cs != nil {
+		c.once.Do(func() { close(c.got) })
+	}
 }
 
 // do runs rq on c under a watchdog and maps errors.
