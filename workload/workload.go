@@ -21,20 +21,21 @@ import (
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/plan"
 )
 
-// Test names.
+// Test names (defined with the plan format, which validates them).
 const (
-	TestLatency   = "latency"
-	TestTTFB      = "ttfb"
-	TestHandshake = "handshake"
-	TestDownload  = "download"
-	TestUpload    = "upload"
-	TestMultiplex = "multiplex"
-	TestStream    = "stream"
-	TestPage      = "page"
-	TestSite      = "site"
-	TestCPU       = "cpu"
+	TestLatency   = plan.TestLatency
+	TestTTFB      = plan.TestTTFB
+	TestHandshake = plan.TestHandshake
+	TestDownload  = plan.TestDownload
+	TestUpload    = plan.TestUpload
+	TestMultiplex = plan.TestMultiplex
+	TestStream    = plan.TestStream
+	TestPage      = plan.TestPage
+	TestSite      = plan.TestSite
+	TestCPU       = plan.TestCPU
 )
 
 // Tests lists every test in documentation order.
@@ -347,17 +348,27 @@ func connectMetrics(fr *endpoint.FetchResult, res *Result) {
 	}
 }
 
-func ttfb(ctx context.Context, spec endpoint.FetchSpec, p params) (*Result, error) {
-	size, err := p.size("size", 1000)
+// fetchBytes fetches /bytes/N, N from the size parameter, on a fresh
+// connection and records the connection phases.
+func fetchBytes(ctx context.Context, spec endpoint.FetchSpec, p params, def int64) (*endpoint.FetchResult, *Result, int64, error) {
+	size, err := p.size("size", def)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	spec.Paths = []string{fmt.Sprintf("/bytes/%d", size)}
 	fr, res, err := fetch(ctx, spec)
 	if err != nil {
-		return res, err
+		return fr, res, size, err
 	}
 	connectMetrics(fr, res)
+	return fr, res, size, nil
+}
+
+func ttfb(ctx context.Context, spec endpoint.FetchSpec, p params) (*Result, error) {
+	_, res, _, err := fetchBytes(ctx, spec, p, 1000)
+	if err != nil {
+		return res, err
+	}
 	if _, ok := res.Metrics["ttfb_ms"]; !ok {
 		return res, errors.New("no first byte recorded")
 	}
@@ -398,16 +409,10 @@ func handshake(ctx context.Context, spec endpoint.FetchSpec, p params) (*Result,
 }
 
 func download(ctx context.Context, spec endpoint.FetchSpec, p params) (*Result, error) {
-	size, err := p.size("size", 1_000_000)
-	if err != nil {
-		return nil, err
-	}
-	spec.Paths = []string{fmt.Sprintf("/bytes/%d", size)}
-	fr, res, err := fetch(ctx, spec)
+	fr, res, size, err := fetchBytes(ctx, spec, p, 1_000_000)
 	if err != nil {
 		return res, err
 	}
-	connectMetrics(fr, res)
 	r := fr.Requests[0]
 	if r.Bytes != size {
 		return res, fmt.Errorf("received %d bytes, want %d", r.Bytes, size)
