@@ -1,0 +1,720 @@
+// Package forward moves packets between TUN devices through emulator
+// pipelines: it is the router of a quicbench testbed.
+//
+// Each direction (Path) is served by one dedicated OS thread, locked for
+// its lifetime, with 1 ns timer slack. The thread alternates between
+// delivering every packet whose departure time has come, reading the
+// packets waiting on its input device (up to a batch, interrupted as soon
+// as a departure falls due), and sleeping in ppoll(2) on the input device
+// with a nanosecond timeout set to the pipeline's next deadline. The
+// pipeline is only ever touched by that thread; packets come from a Pool,
+// so the hot path does not allocate.
+//
+// A path whose devices carry a virtio_net_hdr (tun.Options.VnetHdr with
+// TSO/USO offloads) moves super-packets of up to 64 KB per read and write:
+// each one read is cut into its wire packets (tun/offload.Segment) before
+// the pipeline, so every impairment still applies per wire packet, and the
+// packets that leave the pipeline at the same instant are merged back
+// (offload.Coalescer, like GRO) into as few writes as possible.
+//
+// With Options.Realtime the threads run under SCHED_FIFO, so that a busy
+// machine does not delay their wake-ups by a scheduler time slice.
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/emu/pipeline"
+	"github.com/quicbench/quicbench/tun"
+	"github.com/quicbench/quicbench/tun/offload"
+	"golang.org/x/sys/unix"
+)
+
+// Path is one direction of forwarding: packets read from From go through
+// Link and leave through To.
+type Path struct {
+	Name     string // for errors, e.g. "up"
+	From, To *tun.Device
+	Link     *pipeline.Pipeline
+	Pool     *emu.Pool // the pool Link was built with; packets are read into it
+}
+
+// Stats are a direction's counters outside the pipeline.
+type Stats struct {
+	ReadErrors  uint64 // failed reads from the input device
+	WriteErrors uint64 // packets the output device refused (e.g. a corrupted IP version)
+	PoolEmpty   uint64 // packets read and discarded because the pool was exhausted
+	Malformed   uint64 // super-packets that could not be segmented, dropped
+	Reads       uint64 // successful reads from the input device
+	Writes      uint64 // successful writes to the output device
+	Wakeups     uint64 // times the thread returned from ppoll
+	// Timer wake-ups (ppoll returned because a departure fell due) and how
+	// late they were: the emulator's own timing error, before the kernel
+	// delivers the packet.
+	TimerWakeups uint64
+	LateSumNs    uint64
+	LateMaxNs    uint64
+	Realtime     bool // the thread runs under SCHED_FIFO
+}
+
+// Options tune a Forwarder.
+type Options struct {
+	// TimerAdvance wakes the thread ahead of each departure by the mean
+	// wake-up latency the kernel has shown so far (at most 100 us) and
+	// busy-waits the rest, trading a little CPU for precision on machines
+	// (VMs) whose timers fire tens of microseconds late.
+	TimerAdvance bool
+	// Realtime asks for SCHED_FIFO (priority RealtimePriority) on the
+	// forwarding threads; without the privilege (CAP_SYS_NICE), the threads
+	// stay on the normal scheduler and Stats.Realtime says so. The kernel's
+	// real-time throttling (sched_rt_runtime_us, 95% by default) keeps a busy
+	// thread from starving the machine.
+	Realtime bool
+}
+
+// RealtimePriority is the SCHED_FIFO priority of realtime forwarding
+// threads: low among real-time tasks, above every normal one.
+const RealtimePriority = 10
+
+// Forwarder runs the directions given to Start until Close.
+type Forwarder struct {
+	paths     []*path
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+type path struct {
+	name        string
+	from, to    *tun.Device
+	pool        *emu.Pool
+	clock       emu.Clock
+	link        atomic.Pointer[pipeline.Pipeline]
+	wake        int // eventfd
+	mu          sync.Mutex
+	pending     *pipeline.Pipeline // replacement link, taken by the thread
+	pendingPool *emu.Pool
+	swapped     chan struct{}
+	exited      bool         // under mu: the thread has stopped
+	tid         atomic.Int32 // the thread id while it runs
+	stop        atomic.Bool
+	err         error // why the thread stopped early
+
+	realtime bool
+	advance  bool
+	rtDone   atomic.Bool
+
+	readErrors, writeErrors, poolEmpty, malformed, reads, writes, wakeups atomic.Uint64
+	timerWakeups, lateSum, lateMax                                        atomic.Uint64
+}
+
+const (
+	// readBatch bounds the packets read in a row before due departures are
+	// served again.
+	readBatch = 64
+	// checkEvery: while reading a batch, look at the next deadline every
+	// this many packets.
+	checkEvery = 8
+)
+
+// Start starts one thread per path. clock must be the monotonic clock the
+// pipelines' times refer to. Both devices of a path must agree on VnetHdr.
+func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
+	f := &Forwarder{}
+	for _, p := range paths {
+		if p.From == nil || p.To == nil || p.Link == nil || p.Pool == nil {
+			f.closeWakes()
+			return nil, fmt.Errorf("forward: path %q is incomplete", p.Name)
+		}
+		if p.From.VnetHdr() != p.To.VnetHdr() {
+			f.closeWakes()
+			return nil, fmt.Errorf("forward: path %q: devices disagree on virtio_net_hdr", p.Name)
+		}
+		wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+		if err != nil {
+			f.closeWakes()
+			return nil, fmt.Errorf("forward: eventfd: %w", err)
+		}
+		pp := &path{name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance}
+		pp.link.Store(p.Link)
+		f.paths = append(f.paths, pp)
+	}
+	reserveProcs(len(f.paths))
+	for _, p := range f.paths {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			p.run()
+		}()
+	}
+	return f, nil
+}
+
+func (f *Forwarder) closeWakes() {
+	for _, p := range f.paths {
+		unix.Close(p.wake)
+	}
+}
+
+// Counters returns the counters of path i's current pipeline.
+func (f *Forwarder) Counters(i int) emu.Counters { return f.paths[i].link.Load().Counters() }
+
+// Stats returns path i's forwarder counters.
+func (f *Forwarder) Stats(i int) Stats {
+	p := f.paths[i]
+	return Stats{
+		ReadErrors:   p.readErrors.Load(),
+		WriteErrors:  p.writeErrors.Load(),
+		PoolEmpty:    p.poolEmpty.Load(),
+		Malformed:    p.malformed.Load(),
+		Reads:        p.reads.Load(),
+		Writes:       p.writes.Load(),
+		Wakeups:      p.wakeups.Load(),
+		TimerWakeups: p.timerWakeups.Load(),
+		LateSumNs:    p.lateSum.Load(),
+		LateMaxNs:    p.lateMax.Load(),
+		Realtime:     p.rtDone.Load(),
+	}
+}
+
+// CPUTime returns the CPU time the forwarding threads have used so far
+// (from /proc/self/task/TID/schedstat), e.g. to measure the emulator's cost
+// over an interval. Threads that have stopped are not counted.
+func (f *Forwarder) CPUTime() time.Duration {
+	var total time.Duration
+	for _, p := range f.paths {
+		tid := p.tid.Load()
+		if tid == 0 {
+			continue
+		}
+		b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(int(tid)) + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if fs := strings.Fields(string(b)); len(fs) > 0 {
+			ns, _ := strconv.ParseInt(fs[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
+}
+
+// SetLink replaces path i's pipeline, and its pool when pool is not nil
+// (link must have been built with the pool the path will use). The path's
+// thread drops the packets queued in the old pipeline and continues with the
+// new one; SetLink returns once it has switched.
+func (f *Forwarder) SetLink(i int, link *pipeline.Pipeline, pool *emu.Pool) error {
+	if i < 0 || i >= len(f.paths) || link == nil {
+		return fmt.Errorf("forward: SetLink(%d): no such path or nil link", i)
+	}
+	p := f.paths[i]
+	done := make(chan struct{})
+	p.mu.Lock()
+	if p.exited {
+		p.mu.Unlock()
+		return fmt.Errorf("forward %s: stopped", p.name)
+	}
+	if p.swapped != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("forward %s: concurrent SetLink", p.name)
+	}
+	p.pending, p.pendingPool, p.swapped = link, pool, done
+	p.mu.Unlock()
+	p.signal()
+	<-done
+	if p.link.Load() != link {
+		return fmt.Errorf("forward %s: stopped", p.name)
+	}
+	return nil
+}
+
+// Close stops the threads (dropping the packets still queued) and returns
+// the first error one of them stopped on. It does not close the devices.
+func (f *Forwarder) Close() error {
+	var errs []error
+	f.closeOnce.Do(func() {
+		for _, p := range f.paths {
+			p.stop.Store(true)
+			p.signal()
+		}
+		f.wg.Wait()
+		releaseProcs(len(f.paths))
+		for _, p := range f.paths {
+			unix.Close(p.wake)
+			errs = append(errs, p.err)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (p *path) signal() {
+	var one = [8]byte{1}
+	unix.Write(p.wake, one[:])
+}
+
+func (p *path) run() {
+	runtime.LockOSThread()
+	p.tid.Store(int32(unix.Gettid()))
+	defer p.tid.Store(0)
+	// A 1 ns timer slack makes ppoll wake when asked, not up to 50 us later.
+	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+		p.err = fmt.Errorf("forward %s: PR_SET_TIMERSLACK: %w", p.name, err)
+	}
+	if p.realtime && setFIFO(RealtimePriority) == nil {
+		p.rtDone.Store(true)
+	}
+	defer func() {
+		// Restore the default slack and policy before giving the thread back.
+		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
+		if p.rtDone.Load() {
+			clean = clean && setNormal() == nil
+		}
+		if clean {
+			runtime.UnlockOSThread()
+		}
+	}()
+	link := p.link.Load()
+	defer func() {
+		link.Flush()
+		p.mu.Lock()
+		p.exited = true
+		if p.swapped != nil {
+			close(p.swapped)
+			p.pending, p.pendingPool, p.swapped = nil, nil, nil
+		}
+		p.mu.Unlock()
+	}()
+	var io ioPlain
+	var vio *ioVnet
+	if p.from.VnetHdr() {
+		vio = newIOVnet()
+	}
+	fds := []unix.PollFd{
+		{Fd: int32(p.from.Fd()), Events: unix.POLLIN},
+		{Fd: int32(p.wake), Events: unix.POLLIN},
+	}
+	var ts unix.Timespec
+	var evbuf [8]byte
+	var advance int64 // ns to wake before a deadline; 0 unless Options.TimerAdvance
+	for {
+		// Deliver what is due.
+		if vio != nil {
+			vio.deliver(p, link)
+		} else {
+			io.deliver(p, link)
+		}
+		// Take in what waits, until a departure falls due.
+		n := 0
+		for n < readBatch {
+			var ok bool
+			if vio != nil {
+				ok = vio.receive(p, link)
+			} else {
+				ok = io.receive(p, link)
+			}
+			if !ok {
+				break
+			}
+			n++
+			if n%checkEvery == 0 {
+				if d, ok := link.NextDeadline(); ok && d <= p.clock.Now() {
+					break
+				}
+			}
+		}
+		if n > 0 {
+			continue // serve what may now be due, then read again
+		}
+		// Never sleep longer than maxSleep (see ppoll).
+		ts = unix.NsecToTimespec(maxSleep)
+		timeout := &ts
+		d, timed := link.NextDeadline()
+		var wakeAt emu.Time
+		if timed && int64(d-p.clock.Now()) < maxSleep+maxAdvance {
+			now := p.clock.Now()
+			if d <= now {
+				continue
+			}
+			// Ask to wake early by the kernel's usual wake-up latency, then
+			// spin the rest (see spinUntil).
+			wakeAt = max(d-emu.Time(advance), now)
+			if wakeAt == now {
+				p.spinUntil(d)
+				continue
+			}
+			ts = unix.NsecToTimespec(int64(wakeAt - now))
+		} else {
+			timed = false
+		}
+		ready, err := ppoll(fds, timeout)
+		p.wakeups.Add(1)
+		if timed && ready == 0 && err == nil {
+			now := p.clock.Now()
+			if p.advance {
+				// Track the wake-up latency: advance follows its mean.
+				wl := min(max(int64(now-wakeAt), 0), maxAdvance)
+				advance += (wl - advance) / 16
+			}
+			if now < d {
+				now = p.spinUntil(d)
+			}
+			late := uint64(max(int64(now-d), 0))
+			p.timerWakeups.Add(1)
+			p.lateSum.Add(late)
+			if late > p.lateMax.Load() {
+				p.lateMax.Store(late)
+			}
+		}
+		if err != nil && err != unix.EINTR {
+			p.err = fmt.Errorf("forward %s: ppoll: %w", p.name, err)
+			return
+		}
+		if fds[1].Revents != 0 {
+			unix.Read(p.wake, evbuf[:])
+			if p.stop.Load() {
+				return
+			}
+			p.mu.Lock()
+			next, pool, done := p.pending, p.pendingPool, p.swapped
+			p.pending, p.pendingPool, p.swapped = nil, nil, nil
+			p.mu.Unlock()
+			if next != nil {
+				link.Flush()
+				link = next
+				if pool != nil {
+					p.pool = pool
+				}
+				p.link.Store(next)
+				close(done)
+			}
+		}
+	}
+}
+
+// System calls of the forwarding threads. They are made without telling
+// the Go scheduler (RawSyscall): the thread keeps its P while it sleeps in
+// ppoll, which spares the scheduler hand-off on every wake-up (a P is
+// reserved per thread, see reserveProcs). When the runtime needs the thread
+// (a stop-the-world, or sysmon after 10 ms), its preemption signal
+// interrupts ppoll (EINTR) and the loop reaches a safe point at once; the
+// device reads and writes never block (O_NONBLOCK).
+
+func ppoll(fds []unix.PollFd, timeout *unix.Timespec) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
+		uintptr(unsafe.Pointer(timeout)), 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+func rawRead(fd int, b []byte) (int, error) {
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, e
+	}
+}
+
+func rawWrite(fd int, b []byte) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		}
+		return 0, e
+	}
+}
+
+// maxSleep bounds each ppoll, so that the runtime never waits longer than
+// this for a forwarding thread even with asynchronous preemption off.
+const maxSleep = int64(10 * time.Millisecond)
+
+// maxAdvance bounds the early wake-up (and so the spinning) per deadline.
+const maxAdvance = int64(100 * time.Microsecond)
+
+// spinUntil busy-waits until deadline d (at most maxAdvance after an early
+// wake-up) and returns the time.
+func (p *path) spinUntil(d emu.Time) emu.Time {
+	for {
+		if now := p.clock.Now(); now >= d {
+			return now
+		}
+	}
+}
+
+// ioPlain moves one IP packet per read and write.
+type ioPlain struct {
+	scratch [2048]byte // reads while the pool is empty
+}
+
+func (io *ioPlain) deliver(p *path, link *pipeline.Pipeline) {
+	now := p.clock.Now()
+	for pkt := link.Dequeue(now); pkt != nil; pkt = link.Dequeue(now) {
+		if _, err := rawWrite(p.to.Fd(), pkt.Data); err != nil {
+			p.writeErrors.Add(1)
+		} else {
+			p.writes.Add(1)
+		}
+		p.pool.Put(pkt)
+	}
+}
+
+// receive reads one packet into the pipeline; false when none waits.
+func (io *ioPlain) receive(p *path, link *pipeline.Pipeline) bool {
+	pkt := p.pool.Get()
+	if pkt == nil {
+		if _, err := rawRead(p.from.Fd(), io.scratch[:]); err != nil {
+			return p.readFailed(err)
+		}
+		p.reads.Add(1)
+		p.poolEmpty.Add(1)
+		return true
+	}
+	k, err := rawRead(p.from.Fd(), pkt.Data[:cap(pkt.Data)])
+	if err != nil {
+		p.pool.Put(pkt)
+		return p.readFailed(err)
+	}
+	p.reads.Add(1)
+	pkt.Data = pkt.Data[:k]
+	link.Enqueue(p.clock.Now(), pkt)
+	return true
+}
+
+func (p *path) readFailed(err error) bool {
+	if err != tun.ErrWouldBlock {
+		p.readErrors.Add(1)
+	}
+	return false
+}
+
+// Offload I/O sizes.
+const (
+	maxSuper   = offload.VirtioNetHdrLen + 65535 // one read
+	maxSegs    = 128                             // wire packets per super-packet (64 KB / 536-byte MSS)
+	outBatch   = 256                             // packets coalesced per write round
+	arenaBytes = outBatch * (offload.VirtioNetHdrLen + 1600)
+)
+
+// ioVnet moves super-packets with a virtio_net_hdr in front.
+type ioVnet struct {
+	in      []byte
+	segs    [maxSegs]*emu.Packet
+	bufs    [maxSegs][]byte
+	sizes   [maxSegs]int
+	due     [outBatch]*emu.Packet
+	data    [outBatch][]byte
+	outs    [outBatch][]byte
+	arena   []byte
+	co      offload.Coalescer
+	zeroHdr [offload.VirtioNetHdrLen]byte
+	iov     [2]unix.Iovec
+}
+
+// writev writes a zero virtio_net_hdr and pkt in one system call.
+func (io *ioVnet) writev(fd int, pkt []byte) error {
+	if len(pkt) == 0 {
+		return unix.EINVAL
+	}
+	io.iov[0].Base, io.iov[0].Len = &io.zeroHdr[0], offload.VirtioNetHdrLen
+	io.iov[1].Base = &pkt[0]
+	io.iov[1].SetLen(len(pkt))
+	for {
+		_, _, e := unix.RawSyscall(unix.SYS_WRITEV, uintptr(fd), uintptr(unsafe.Pointer(&io.iov[0])), 2)
+		if e == unix.EINTR {
+			continue
+		}
+		io.iov[1].Base = nil
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
+
+func newIOVnet() *ioVnet {
+	return &ioVnet{in: make([]byte, maxSuper), arena: make([]byte, arenaBytes)}
+}
+
+// deliver writes every due packet, merging those of a flow that leave
+// together.
+func (io *ioVnet) deliver(p *path, link *pipeline.Pipeline) {
+	for {
+		now := p.clock.Now()
+		n := 0
+		for n < outBatch {
+			pkt := link.Dequeue(now)
+			if pkt == nil {
+				break
+			}
+			io.due[n], io.data[n] = pkt, pkt.Data
+			n++
+		}
+		if n == 0 {
+			return
+		}
+		if n == 1 {
+			// Nothing to merge (the common case behind a rate limit): send
+			// it as a plain wire packet behind a zero header, without a copy.
+			if err := io.writev(p.to.Fd(), io.data[0]); err != nil {
+				p.writeErrors.Add(1)
+			} else {
+				p.writes.Add(1)
+			}
+			p.pool.Put(io.due[0])
+			io.due[0], io.data[0] = nil, nil
+			return
+		}
+		k, err := io.co.Coalesce(io.data[:n], io.arena, io.outs[:])
+		if err != nil { // cannot happen with these buffer sizes; send one by one
+			k = 0
+			for i := 0; i < n; i++ {
+				b := io.arena[:offload.VirtioNetHdrLen+len(io.data[i])]
+				clear(b[:offload.VirtioNetHdrLen])
+				copy(b[offload.VirtioNetHdrLen:], io.data[i])
+				io.write(p, b)
+			}
+		}
+		for i := 0; i < k; i++ {
+			io.write(p, io.outs[i])
+		}
+		for i := 0; i < n; i++ {
+			p.pool.Put(io.due[i])
+			io.due[i], io.data[i] = nil, nil
+		}
+		if n < outBatch {
+			return
+		}
+	}
+}
+
+func (io *ioVnet) write(p *path, b []byte) {
+	if _, err := rawWrite(p.to.Fd(), b); err != nil {
+		p.writeErrors.Add(1)
+	} else {
+		p.writes.Add(1)
+	}
+}
+
+// receive reads one (super-)packet and enqueues its wire packets; false
+// when none waits.
+func (io *ioVnet) receive(p *path, link *pipeline.Pipeline) bool {
+	m, err := rawRead(p.from.Fd(), io.in)
+	if err != nil {
+		return p.readFailed(err)
+	}
+	p.reads.Add(1)
+	var hdr offload.VirtioNetHdr
+	if hdr.Decode(io.in[:m]) != nil {
+		p.malformed.Add(1)
+		return true
+	}
+	pkt := io.in[offload.VirtioNetHdrLen:m]
+	need := 1
+	if hdr.GSOType != offload.GSONone && hdr.GSOSize > 0 {
+		need = min(len(pkt)/int(hdr.GSOSize)+1, maxSegs)
+	}
+	got := 0
+	for got < need {
+		s := p.pool.Get()
+		if s == nil {
+			break
+		}
+		io.segs[got], io.bufs[got] = s, s.Data[:cap(s.Data)]
+		got++
+	}
+	n, err := offload.Segment(hdr, pkt, io.bufs[:got], io.sizes[:got])
+	if err != nil {
+		if errors.Is(err, offload.ErrShortBuffer) {
+			p.poolEmpty.Add(uint64(need))
+		} else {
+			p.malformed.Add(1)
+		}
+		n = 0
+	}
+	now := p.clock.Now()
+	for i := 0; i < got; i++ {
+		s := io.segs[i]
+		io.segs[i], io.bufs[i] = nil, nil
+		if i < n {
+			s.Data = s.Data[:io.sizes[i]]
+			link.Enqueue(now, s)
+		} else {
+			p.pool.Put(s)
+		}
+	}
+	return true
+}
+
+// setFIFO puts the calling thread under SCHED_FIFO at priority prio.
+func setFIFO(prio int) error {
+	param := struct{ prio int32 }{int32(prio)}
+	_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// setNormal returns the calling thread to SCHED_OTHER.
+func setNormal() error {
+	param := struct{ prio int32 }{0}
+	_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, 0 /* SCHED_OTHER */, uintptr(unsafe.Pointer(&param)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// GOMAXPROCS: a forwarder thread returning from ppoll needs a P to run on
+// at once; with every P busy it would wait for the scheduler (milliseconds).
+// While forwarders run, GOMAXPROCS is raised by one per thread above what it
+// was, and at least to threads+2 (see DESIGN.md); it is restored when the
+// last one stops.
+var procs struct {
+	sync.Mutex
+	threads int
+	base    int
+}
+
+func reserveProcs(n int) {
+	procs.Lock()
+	defer procs.Unlock()
+	if procs.threads == 0 {
+		procs.base = runtime.GOMAXPROCS(0)
+	}
+	procs.threads += n
+	runtime.GOMAXPROCS(max(procs.base, 2) + procs.threads)
+}
+
+func releaseProcs(n int) {
+	procs.Lock()
+	defer procs.Unlock()
+	procs.threads -= n
+	if procs.threads == 0 {
+		runtime.GOMAXPROCS(procs.base)
+	} else {
+		runtime.GOMAXPROCS(max(procs.base, 2) + procs.threads)
+	}
+}

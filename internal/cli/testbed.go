@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/netns"
+)
+
+func init() { Register("testbed", newTestbedCmd) }
+
+// defaultTestbedName is the name testbed up uses without --name.
+const defaultTestbedName = "default"
+
+func newTestbedCmd(env *Env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "testbed",
+		Short: "Keep an emulated client/server network up for any tool (up, exec, down, list)",
+		Long: `A testbed is a client and a server network namespace joined by quicbench's link emulator.
+testbed up builds one and holds it in the foreground; in another terminal, testbed exec runs
+any program in either namespace (or use ip netns exec with the printed namespace names);
+testbed down, Ctrl-C or SIGTERM removes it.`,
+		Example: `  quicbench testbed up --link "delay 20ms rate 50mbit"
+  quicbench testbed exec server -- python3 -m http.server 8000
+  quicbench testbed exec client -- curl http://10.1.2.2:8000/
+  quicbench testbed down`,
+	}
+	cmd.AddCommand(newTestbedUpCmd(env), newTestbedExecCmd(env), newTestbedDownCmd(env), newTestbedListCmd(env))
+	return cmd
+}
+
+// testbedJSON is what testbed up and list print with --json.
+type testbedJSON struct {
+	Event      string            `json:"event,omitempty"` // "up" or "down" (testbed up)
+	Name       string            `json:"name"`
+	PID        int               `json:"pid,omitempty"`
+	Alive      *bool             `json:"alive,omitempty"`
+	ClientNS   string            `json:"client_ns"`
+	ServerNS   string            `json:"server_ns"`
+	ClientAddr string            `json:"client_addr"`
+	ServerAddr string            `json:"server_addr"`
+	Up         string            `json:"up"`
+	Down       string            `json:"down"`
+	Seed       uint64            `json:"seed"`
+	CC         string            `json:"cc"`
+	DefaultCC  string            `json:"default_cc,omitempty"`
+	Sysctls    map[string]string `json:"sysctls,omitempty"`
+	UpCount    *emu.Counters     `json:"up_counters,omitempty"`
+	DownCount  *emu.Counters     `json:"down_counters,omitempty"`
+}
+
+func tbJSON(tb *netns.Testbed) testbedJSON {
+	up, down, seed := tb.Links()
+	return testbedJSON{
+		Name: tb.Name(), PID: os.Getpid(),
+		ClientNS: tb.NSName(netns.Client), ServerNS: tb.NSName(netns.Server),
+		ClientAddr: tb.Addr(netns.Client).String(), ServerAddr: tb.Addr(netns.Server).String(),
+		Up: up.String(), Down: down.String(), Seed: seed, CC: tb.CC(), DefaultCC: tb.DefaultCC(),
+		Sysctls: tb.Sysctls(),
+	}
+}
+
+func newTestbedUpCmd(env *Env) *cobra.Command {
+	var (
+		name                  string
+		asJSON                bool
+		noOffload, noRealtime bool
+	)
+	cmd := &cobra.Command{
+		Use:   "up [--link SPEC | --up SPEC --down SPEC] [--seed N] [--cc cubic] [--name NAME]",
+		Short: "Build a testbed and hold it until Ctrl-C, SIGTERM or testbed down",
+		Args:  cobra.NoArgs,
+	}
+	lf := AddLinkFlags(cmd)
+	cmd.Flags().StringVar(&name, "name", defaultTestbedName, "testbed name (namespaces qb-NAME-c and qb-NAME-s)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object when up and one (with the link counters) when removed")
+	cmd.Flags().BoolVar(&noOffload, "no-offload", false, "move one wire packet per system call (no TSO/USO on the TUN devices)")
+	cmd.Flags().BoolVar(&noRealtime, "no-realtime", false, "keep the emulator threads on the normal scheduler (no SCHED_FIFO)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		up, down, err := lf.Links()
+		if err != nil {
+			return err
+		}
+		if os.Geteuid() != 0 {
+			return &ExitError{Code: ExitEnv, Err: errors.New("testbed up needs root: other processes must be able to enter its namespaces (/run/netns)"),
+				Hint: "as an ordinary user, quicbench emulate runs a command behind the link (rootless)"}
+		}
+		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
+		defer stop()
+		tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, Seed: lf.Seed, CC: lf.CC,
+			Persist: true, NoOffload: noOffload, NoRealtime: noRealtime})
+		if err != nil {
+			return testbedError(err)
+		}
+		defer tb.Close()
+		if asJSON {
+			j := tbJSON(tb)
+			j.Event = "up"
+			writeJSONLine(env.Stdout, j)
+		} else {
+			printTestbed(env.Stdout, tb)
+		}
+		if hint := tb.RestrictedCCHint(); hint != "" {
+			fmt.Fprintf(env.Stderr, "warning: %s\n", hint)
+		}
+		<-ctx.Done()
+		upC, downC := tb.Counters()
+		if err := tb.Close(); err != nil {
+			return err
+		}
+		if asJSON {
+			j := tbJSON(tb)
+			j.Event, j.UpCount, j.DownCount, j.Sysctls = "down", &upC, &downC, nil
+			writeJSONLine(env.Stdout, j)
+		} else {
+			fmt.Fprintf(env.Stdout, "testbed %q removed\n  up   %s\n  down %s\n", tb.Name(), counterLine(upC), counterLine(downC))
+		}
+		return nil
+	}
+	return cmd
+}
+
+func writeJSONLine(w io.Writer, v any) {
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+func printTestbed(w io.Writer, tb *netns.Testbed) {
+	up, down, seed := tb.Links()
+	fmt.Fprintf(w, "testbed %q is up; Ctrl-C or `quicbench testbed down --name %s` removes it\n", tb.Name(), tb.Name())
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  client\tnamespace %s\taddress %s\n", tb.NSName(netns.Client), tb.Addr(netns.Client))
+	fmt.Fprintf(tw, "  server\tnamespace %s\taddress %s\n", tb.NSName(netns.Server), tb.Addr(netns.Server))
+	tw.Flush()
+	fmt.Fprintf(w, "  up   (client->server): %s\n  down (server->client): %s\n", up.String(), down.String())
+	fmt.Fprintf(w, "  seed %d, TCP congestion control %s\n", seed, tb.CC())
+	fmt.Fprintf(w, "run commands with: quicbench testbed exec client|server --name %s -- CMD...\n", tb.Name())
+	fmt.Fprintf(w, "               or: ip netns exec %s CMD...\n", tb.NSName(netns.Client))
+}
+
+func counterLine(c emu.Counters) string {
+	s := fmt.Sprintf("%d packets in, %d out; dropped: %d loss, %d queue, %d corrupt, %d blackout; %d duplicated, %d reordered",
+		c.PacketsIn, c.PacketsOut, c.DropLoss, c.DropQueue, c.DropCorrupt, c.DropOff, c.Duplicated, c.Reordered)
+	if c.PacketsOut > 0 && c.QueueDelayMaxNs > 0 {
+		s += fmt.Sprintf("; queue delay mean %v max %v",
+			time.Duration(c.MeanQueueDelayNs()).Round(time.Microsecond), time.Duration(c.QueueDelayMaxNs).Round(time.Microsecond))
+	}
+	return s
+}
+
+// resolveTestbed finds the persistent testbed for exec and down: --name, or
+// the only one running, or "default".
+func resolveTestbed(name string) (netns.Info, error) {
+	if name == "" {
+		infos, err := netns.List()
+		if err != nil {
+			return netns.Info{}, err
+		}
+		switch len(infos) {
+		case 0:
+			return netns.Info{}, &ExitError{Code: ExitFailure, Err: errors.New("no testbed is up"),
+				Hint: "start one with: quicbench testbed up --link SPEC"}
+		case 1:
+			return infos[0], nil
+		}
+		var names []string
+		for _, i := range infos {
+			names = append(names, i.Name)
+		}
+		return netns.Info{}, Usage(fmt.Errorf("%d testbeds are up (%s): say which with --name", len(infos), strings.Join(names, ", ")), "")
+	}
+	info, err := netns.Lookup(name)
+	if errors.Is(err, netns.ErrNotFound) {
+		return info, &ExitError{Code: ExitFailure, Err: err, Hint: "list them with: quicbench testbed list"}
+	}
+	if err != nil {
+		return info, Usage(err, "")
+	}
+	return info, nil
+}
+
+func newTestbedExecCmd(env *Env) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "exec client|server [--name NAME] -- CMD [ARG...]",
+		Short: "Run a command in a testbed's client or server namespace; exits with its status",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return Usage(errors.New("want client or server, then -- and the command"), "e.g. quicbench testbed exec client -- curl http://10.1.2.2/")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "testbed name (default: the only testbed up)")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		side, err := netns.ParseSide(args[0])
+		if err != nil {
+			return Usage(err, "")
+		}
+		info, err := resolveTestbed(name)
+		if err != nil {
+			return err
+		}
+		if !info.Alive() {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("testbed %q: its quicbench process (pid %d) is gone", info.Name, info.PID),
+				Hint: "remove what it left with: quicbench cleanup"}
+		}
+		c := info.Command(cmd.Context(), side, args[1], args[2:]...)
+		c.Env = append(os.Environ(), testbedEnv(info.Name, info.ClientAddr.String(), info.ServerAddr.String())...)
+		return runChild(env, args[1], c)
+	}
+	return cmd
+}
+
+// testbedEnv are the variables commands in a testbed get.
+func testbedEnv(name, client, server string) []string {
+	return []string{"QUICBENCH_TESTBED=" + name, "QUICBENCH_CLIENT_ADDR=" + client, "QUICBENCH_SERVER_ADDR=" + server}
+}
+
+// runChild runs c (program name) with the command's standard I/O, asks it
+// to stop with SIGTERM when the command is interrupted, and turns its exit
+// status into quicbench's (128+N when killed by signal N).
+func runChild(env *Env, name string, c *exec.Cmd) error {
+	c.Stdin, c.Stdout, c.Stderr = env.Stdin, env.Stdout, env.Stderr
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	err := c.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		code := ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		return &ExitError{Code: code, Err: fmt.Errorf("%s: %v", name, ee)}
+	}
+	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", name, err)}
+}
+
+func newTestbedDownCmd(env *Env) *cobra.Command {
+	var name string
+	cmd := &cobra.Command{
+		Use:   "down [--name NAME]",
+		Short: "Remove a testbed started with testbed up",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().StringVar(&name, "name", "", "testbed name (default: the only testbed up)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		info, err := resolveTestbed(name)
+		if err != nil {
+			return err
+		}
+		if err := netns.Down(cmd.Context(), info.Name); err != nil {
+			return err
+		}
+		fmt.Fprintf(env.Stdout, "testbed %q removed\n", info.Name)
+		return nil
+	}
+	return cmd
+}
+
+func newTestbedListCmd(env *Env) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list [--json]",
+		Short: "List the testbeds started with testbed up (and stale ones)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		infos, err := netns.List()
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			out := []testbedJSON{}
+			for _, i := range infos {
+				alive := i.Alive()
+				out = append(out, testbedJSON{Name: i.Name, PID: i.PID, Alive: &alive, ClientNS: i.ClientNS, ServerNS: i.ServerNS,
+					ClientAddr: i.ClientAddr.String(), ServerAddr: i.ServerAddr.String(), Up: i.Up, Down: i.Down, Seed: i.Seed, CC: i.CC})
+			}
+			writeJSONLine(env.Stdout, out)
+			return nil
+		}
+		if len(infos) == 0 {
+			fmt.Fprintln(env.Stdout, "no testbed is up")
+			return nil
+		}
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPID\tSTATE\tCLIENT\tSERVER\tUP\tDOWN")
+		for _, i := range infos {
+			state := "up"
+			if !i.Alive() {
+				state = "stale (run quicbench cleanup)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s %s\t%s %s\t%s\t%s\n", i.Name, i.PID, state, i.ClientNS, i.ClientAddr, i.ServerNS, i.ServerAddr, i.Up, i.Down)
+		}
+		return tw.Flush()
+	}
+	return cmd
+}

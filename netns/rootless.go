@@ -1,0 +1,78 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// RootlessEnv is set (to "1") in the environment of a process re-executed
+// by RootlessCommand.
+const RootlessEnv = "QUICBENCH_ROOTLESS"
+
+// InRootless reports whether this process is the re-executed child of
+// RootlessCommand: root inside its own user namespace, an ordinary user
+// outside.
+func InRootless() bool { return os.Getenv(RootlessEnv) == "1" }
+
+// RootlessCommand returns a command that runs exe with args inside a new
+// user namespace (mapping the calling user to root) and a new network
+// namespace, so that an ordinary user can build testbeds there: quicbench
+// re-executes itself this way when it is not root. Differences from root
+// mode: no Persist (no /run/netns), no SCHED_FIFO (Options.Realtime falls
+// back), and socket buffers are capped by the host's net.core.rmem_max /
+// wmem_max (SO_RCVBUFFORCE needs real root), so quic-go may warn about its
+// UDP buffers. The child dies with the caller (Pdeathsig).
+func RootlessCommand(ctx context.Context, exe string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Env = append(os.Environ(), RootlessEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}},
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	return cmd
+}
+
+// UserNamespaceSupport tells whether an unprivileged user can create user
+// namespaces here (what RootlessCommand needs), and if not, why. It reads
+// the kernel's switches and, for the calling user, really tries.
+func UserNamespaceSupport() error {
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return errors.New("kernel.unprivileged_userns_clone = 0 (Debian's switch): unprivileged user namespaces are disabled; enable with sysctl -w kernel.unprivileged_userns_clone=1")
+	}
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
+		if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n == 0 {
+			return errors.New("user.max_user_namespaces = 0: user namespaces are disabled; enable with sysctl -w user.max_user_namespaces=10000")
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		return errors.New("kernel.apparmor_restrict_unprivileged_userns = 1 (Ubuntu): AppArmor forbids unprivileged user namespaces to unconfined programs; run as root, or allow quicbench with an AppArmor profile")
+	}
+	// Really try, as an unprivileged user: ourselves, or nobody when root.
+	true_, err := exec.LookPath("true")
+	if err != nil {
+		return fmt.Errorf("cannot probe user namespaces: %w", err)
+	}
+	cmd := RootlessCommand(context.Background(), true_)
+	if os.Geteuid() == 0 {
+		// Root may always create them; probe what an ordinary user gets
+		// by dropping to nobody first and unsharing in a second step.
+		unshare, err := exec.LookPath("unshare")
+		if err != nil {
+			return nil // the switches above allow it; no tool to test further
+		}
+		cmd = exec.Command(unshare, "--user", "--map-root-user", "--net", true_)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("creating a user and network namespace as an unprivileged user failed: %v %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
