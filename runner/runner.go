@@ -309,7 +309,11 @@ func (r *run) setup(ctx context.Context) error {
 	}
 	r.tb = tb
 	env := r.runRec.Env
-	env.CCClient, env.CCServer = tb.DefaultCC(), tb.DefaultCC()
+	// The endpoints set the cell's congestion control on every TCP socket
+	// (TCP_CONGESTION); the namespaces' default may differ where the host
+	// restricts it (tcp_allowed_congestion_control): record both.
+	env.CCClient = cc + " (per socket; namespace default " + tb.DefaultCC() + ")"
+	env.CCServer = env.CCClient
 	env.Sysctls = tb.Sysctls()
 	r.runRec.Env = env
 	if err := r.prepareSites(); err != nil {

@@ -121,6 +121,7 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		},
 	}
 
+	devUp0, devDown0, devErr := r.tb.DeviceDrops()
 	upC0, downC0 := r.counters()
 	fw0up, fw0down := r.tb.ForwarderStats()
 	srvCPU0, srvErr := r.srv.cpu()
@@ -185,6 +186,11 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	}
 	if d := (fw1up.PoolEmpty - fw0up.PoolEmpty) + (fw1down.PoolEmpty - fw0down.PoolEmpty); d > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("emulator packet pool exhausted: %d packets dropped outside the configured impairments", d))
+	}
+	if devUp1, devDown1, err := r.tb.DeviceDrops(); err == nil && devErr == nil {
+		if d := (devUp1 - devUp0) + (devDown1 - devDown0); d > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("TUN device queues overflowed: %d packets dropped by the kernel outside the configured impairments", d))
+		}
 	}
 	if d := (fw1up.WriteErrors - fw0up.WriteErrors) + (fw1down.WriteErrors - fw0down.WriteErrors); d > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("emulator: %d packets refused by the TUN device", d))

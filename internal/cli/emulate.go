@@ -134,7 +134,7 @@ func reexecRootless(cmd *cobra.Command, env *Env) error {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())
 		}
-		return &ExitError{Code: code, Err: fmt.Errorf("rootless %s: exit status %d", cmd.CommandPath(), code)}
+		return &ExitError{Code: code, Err: fmt.Errorf("rootless %s: exit status %d", cmd.CommandPath(), code), Silent: true}
 	}
 	if err != nil {
 		return &ExitError{Code: ExitEnv, Err: fmt.Errorf("rootless re-execution: %w", err)}

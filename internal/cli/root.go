@@ -36,6 +36,9 @@ type ExitError struct {
 	Code int
 	Err  error
 	Hint string
+	// Silent exits with Code without printing Err: for the exit status of
+	// a child command, which has said what it had to say.
+	Silent bool
 }
 
 func (e *ExitError) Error() string { return e.Err.Error() }
@@ -104,8 +107,11 @@ func Run(ctx context.Context, env *Env) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stderr, "quicbench: %v\n", err)
 	var ee *ExitError
+	if errors.As(err, &ee) && ee.Silent {
+		return ee.Code
+	}
+	fmt.Fprintf(env.Stderr, "quicbench: %v\n", err)
 	if errors.As(err, &ee) {
 		if ee.Hint != "" {
 			fmt.Fprintf(env.Stderr, "hint: %s\n", ee.Hint)

@@ -245,7 +245,7 @@ func runChild(env *Env, name string, c *exec.Cmd) error {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			code = 128 + int(ws.Signal())
 		}
-		return &ExitError{Code: code, Err: fmt.Errorf("%s: %v", name, ee)}
+		return &ExitError{Code: code, Err: fmt.Errorf("%s: %v", name, ee), Silent: true}
 	}
 	return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%s: %w", name, err)}
 }
