@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,6 +17,8 @@ import (
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/store"
+
+	_ "modernc.org/sqlite"
 )
 
 // The test binary doubles as the quicbench executable: the runner starts
@@ -318,4 +321,35 @@ func mustCells(t *testing.T, p *plan.Plan) []model.Cell {
 		t.Fatal(err)
 	}
 	return cells
+}
+
+// TestResumeRefusesOtherSoftware: a run started by another quicbench
+// version is not continued (its samples would not be comparable).
+func TestResumeRefusesOtherSoftware(t *testing.T) {
+	needRoot(t)
+	p, err := plan.Parse("small.yaml", []byte(smallPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "v.db")
+	runPlan(t, p, db, 2)
+	raw, err := sql.Open("sqlite", db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`UPDATE runs SET quic_go_version = 'v0.1.0'`); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	exe, _ := os.Executable()
+	_, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
+	if err == nil || !strings.Contains(err.Error(), "quic-go version changed") {
+		t.Fatalf("resume after a quic-go change: got %v, want a refusal naming the quic-go version", err)
+	}
+	// and a different plan given with --resume is refused too
+	other, _ := plan.Parse("other.yaml", []byte(strings.Replace(smallPlan, "iterations: 4", "iterations: 5", 1)))
+	_, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe, Plan: other})
+	if err == nil || !strings.Contains(err.Error(), "cannot resume") {
+		t.Fatalf("resume with another plan: %v", err)
+	}
 }
