@@ -14,7 +14,7 @@ func TestRunRejectsBadPlans(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cases := map[string]struct{ yaml, want string }{
-		"unknown-test": {"scenarios: [{name: a}]\ntests: [{test: teleport}]\n", "teleport"},
+		"unknown-test":  {"scenarios: [{name: a}]\ntests: [{test: teleport}]\n", "teleport"},
 		"negative-size": {"scenarios: [{name: a}]\ntests: [{test: download, params: {size: -5MB}}]\n", "size"},
 		"bad-link":      {"scenarios: [{name: a, link: \"delay -5ms\"}]\ntests: [{test: ttfb}]\n", "-5ms"},
 		"empty-grid":    {"scenarios: [{name: g, grid: {rate: []}}]\ntests: [{test: ttfb}]\n", "rate"},

@@ -1,0 +1,209 @@
+package calibrate
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+)
+
+// The link emulator's fidelity and speed targets as benchmarks (root):
+//
+//	go test -run '^$' -bench . -benchtime 1x ./calibrate/
+//
+// Each iteration is a complete measurement; the metrics are the worst over
+// iterations and directions.
+
+func runFor(b *testing.B, link string, packets int, d time.Duration) *Report {
+	b.Helper()
+	l := mustParse(b, link)
+	rep, err := Run(context.Background(), Config{Up: l, Down: l, Seed: 1, Packets: packets, Duration: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, w := range rep.Warnings {
+		b.Log("warning: ", w)
+	}
+	return rep
+}
+
+// worst returns the largest |measured - configured| (in the figure's unit)
+// of the named figure over both directions.
+func worst(r *Report, name string) float64 {
+	w := 0.0
+	for _, f := range r.Figures {
+		if f.Name == name && f.Configured != nil {
+			w = max(w, math.Abs(f.Measured-*f.Configured))
+		}
+	}
+	return w
+}
+
+func measured(r *Report, dir, name string) (float64, bool) {
+	for _, f := range r.Figures {
+		if f.Direction == dir && f.Name == name {
+			return f.Measured, true
+		}
+	}
+	return 0, false
+}
+
+// BenchmarkDelayPrecision: `delay 25ms`, 20,000 probes per direction, idle
+// and under 100 Mbit/s of load. Targets: p50 within 50 us, p99 within
+// 150 us of 25 ms.
+func BenchmarkDelayPrecision(b *testing.B) {
+	requireRoot(b)
+	var p50, p99, lp50, lp99, f50, f99 float64
+	for b.Loop() {
+		r := runFor(b, "delay 25ms", 20000, time.Second)
+		p50 = max(p50, 1e3*worst(r, "delay p50 idle"))
+		p99 = max(p99, 1e3*worst(r, "delay p99 idle"))
+		lp50 = max(lp50, 1e3*worst(r, "delay p50 under 100 Mbit/s load"))
+		lp99 = max(lp99, 1e3*worst(r, "delay p99 under 100 Mbit/s load"))
+		v50, _ := measured(r, "", "floor: one-way delay over veth p50")
+		v99, _ := measured(r, "", "floor: one-way delay over veth p99")
+		f50, f99 = max(f50, v50), max(f99, v99)
+	}
+	b.ReportMetric(p50, "p50-err-us")
+	b.ReportMetric(p99, "p99-err-us")
+	b.ReportMetric(lp50, "load-p50-err-us")
+	b.ReportMetric(lp99, "load-p99-err-us")
+	b.ReportMetric(f50, "floor-p50-us")
+	b.ReportMetric(f99, "floor-p99-us")
+}
+
+// BenchmarkDeliveredRate: the delivered rate of a saturated link, as a
+// percentage of the configured rate (target: 98 to 102).
+func BenchmarkDeliveredRate(b *testing.B) {
+	requireRoot(b)
+	for _, rate := range []string{"10mbit", "100mbit", "1gbit"} {
+		b.Run(rate, func(b *testing.B) {
+			low, high := math.Inf(1), 0.0
+			var mbps float64
+			for b.Loop() {
+				r := runFor(b, "rate "+rate, 200, 3*time.Second)
+				for _, f := range r.Figures {
+					if f.Name == "delivered rate" {
+						pct := 100 * f.Measured / *f.Configured
+						low, high = min(low, pct), max(high, pct)
+						mbps = f.Measured
+					}
+				}
+			}
+			b.ReportMetric(low, "min-pct-of-rate")
+			b.ReportMetric(high, "max-pct-of-rate")
+			b.ReportMetric(mbps, "Mbit/s")
+		})
+	}
+}
+
+// BenchmarkLossInterval: measured loss and its 95% interval over 20,000
+// probes per direction (up direction reported; seed 1).
+func BenchmarkLossInterval(b *testing.B) {
+	requireRoot(b)
+	for _, loss := range []string{"2%", "5%"} {
+		b.Run(loss, func(b *testing.B) {
+			var f Figure
+			for b.Loop() {
+				r := runFor(b, "loss "+loss, 20000, time.Second)
+				for _, g := range r.Figures {
+					if g.Direction == "up" && g.Name == "loss" {
+						f = g
+					}
+				}
+			}
+			if f.Low == nil {
+				b.Fatal("no loss figure")
+			}
+			b.ReportMetric(f.Measured, "loss-%")
+			b.ReportMetric(*f.Low, "ci95-low-%")
+			b.ReportMetric(*f.High, "ci95-high-%")
+		})
+	}
+}
+
+// throughputRun builds a `delay 10ms` testbed, a veth pair and the bulk
+// servers, shared by the sub-benchmarks.
+func throughputRun(b *testing.B, d time.Duration) (*run, *bulkEnds) {
+	b.Helper()
+	requireRoot(b)
+	l := mustParse(b, "delay 10ms")
+	r, err := newRun(context.Background(), Config{Up: l, Down: l, Seed: 1, Duration: d})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(r.close)
+	ends, err := r.startBulkEnds()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ends.Close() })
+	return r, ends
+}
+
+// BenchmarkThroughput: bulk goodput with `delay 10ms` each way through the
+// emulator and over a plain veth pair, one 3 s transfer each per iteration.
+// Targets: kernel TCP >= 2 Gbit/s through the emulator; quic-go >= 80% of
+// its veth goodput.
+func BenchmarkThroughput(b *testing.B) {
+	r, ends := throughputRun(b, 3*time.Second)
+	for _, p := range bulkProtos {
+		b.Run(p, func(b *testing.B) {
+			var emu, veth float64
+			n := 0
+			for b.Loop() {
+				g := r.compare(ends, p)
+				if g.Error != "" {
+					b.Fatal(g.Error)
+				}
+				emu, veth = emu+g.EmulatedBps, veth+g.VethBps
+				n++
+			}
+			b.ReportMetric(emu/float64(n)/1e9, "emu-Gbit/s")
+			b.ReportMetric(veth/float64(n)/1e9, "veth-Gbit/s")
+			b.ReportMetric(100*emu/veth, "emu/veth-%")
+		})
+	}
+}
+
+// BenchmarkEmulatorCPU: the emulator's forwarding threads' CPU, in % of one
+// core, while they carry 100 Mbit/s (target: at most 15%).
+func BenchmarkEmulatorCPU(b *testing.B) {
+	r, ends := throughputRun(b, 3*time.Second)
+	b.Run("tcp-paced", func(b *testing.B) {
+		var pct float64
+		for b.Loop() {
+			c := r.cpuTCP(ends.emulated)
+			if c.Error != "" {
+				b.Fatal(c.Error)
+			}
+			pct = max(pct, c.CorePercent)
+		}
+		b.ReportMetric(pct, "pct-core")
+	})
+	b.Run("udp-datagrams", func(b *testing.B) {
+		var pct float64
+		for b.Loop() {
+			c, err := r.cpuUDP()
+			if err != nil {
+				b.Fatal(err)
+			}
+			pct = max(pct, c.CorePercent)
+		}
+		b.ReportMetric(pct, "pct-core")
+	})
+}
+
+// BenchmarkReplay is the model replay's cost per packet (it runs after
+// every probe phase).
+func BenchmarkReplay(b *testing.B) {
+	l := mustParse(b, "delay 25ms 1ms loss 1% rate 100mbit")
+	recs := probeRecs(20000, 100*time.Microsecond)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := replay(l, 1, recs, len(recs)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/packet")
+}

@@ -1,0 +1,625 @@
+package calibrate
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/emu/trace"
+	"github.com/quicbench/quicbench/forward"
+	"github.com/quicbench/quicbench/netns"
+)
+
+// Config describes a calibration.
+type Config struct {
+	// Up (client->server) and Down (server->client) are the links to
+	// calibrate, as netns.Config takes them.
+	Up, Down spec.Link
+	// Seed of the link's random decisions (netns.Config.Seed).
+	Seed uint64
+	// CC is the TCP congestion control (default cubic).
+	CC string
+	// Packets is the number of probes per direction in each of the idle
+	// and loaded phases (default 20,000; at least 100).
+	Packets int
+	// Duration of the rate phase per direction and of each throughput
+	// transfer (default 3 s; 100 ms to 10 min).
+	Duration time.Duration
+	// Throughput adds the goodput comparison with a veth pair and the
+	// emulator's CPU cost.
+	Throughput bool
+	// Progress, if set, receives one line per phase.
+	Progress io.Writer
+}
+
+// Defaults and limits of Config.
+const (
+	DefaultPackets  = 20000
+	DefaultDuration = 3 * time.Second
+	MinPackets      = 100
+	MaxPackets      = 10_000_000
+	MinDuration     = 100 * time.Millisecond
+	MaxDuration     = 10 * time.Minute
+)
+
+// Targets of the calibration, from the link emulator's specification.
+const (
+	TolDelayP50   = 50 * time.Microsecond
+	TolDelayP99   = 150 * time.Microsecond
+	TolJitter     = 50 * time.Microsecond
+	TolRate       = 0.02 // relative
+	TolReorderAbs = 0.001
+	TolReorderRel = 0.10
+)
+
+// Traffic shapes.
+const (
+	probeRate     = 10000 // probes per second and direction, at most
+	probeShare    = 0.2   // of a configured rate, at most
+	loadBps       = 100e6 // bit/s of load in the loaded phase, at most
+	floorProbes   = 5000
+	rateOverdrive = 1.1
+)
+
+// Figure is one measured property of the link next to its configured value.
+type Figure struct {
+	// Direction is "up" (client->server), "down", or "" for figures of the
+	// measurement itself (floor).
+	Direction string `json:"direction"`
+	Name      string `json:"name"`
+	// Unit of Configured, Measured, Low and High: "ms", "us", "%",
+	// "Mbit/s" or "packets".
+	Unit string `json:"unit"`
+	// Configured is what the link spec prescribes; nil when nothing does.
+	Configured *float64 `json:"configured,omitempty"`
+	Measured   float64  `json:"measured"`
+	// Low and High bound Measured's 95% confidence interval (proportions).
+	Low  *float64 `json:"low,omitempty"`
+	High *float64 `json:"high,omitempty"`
+	// Tolerance states the rule Status was decided by.
+	Tolerance string `json:"tolerance"`
+	// Status is "ok", "FAIL", or "info" (shown, not judged).
+	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Figure statuses.
+const (
+	StatusOK   = "ok"
+	StatusFail = "FAIL"
+	StatusInfo = "info"
+)
+
+// Goodput compares one protocol's bulk goodput through the emulated link
+// with the same over the veth pair.
+type Goodput struct {
+	Proto       string  `json:"proto"` // "tcp", "tls" or "quic"
+	EmulatedBps float64 `json:"emulated_bps"`
+	VethBps     float64 `json:"veth_bps"`
+	Ratio       float64 `json:"ratio"` // emulated / veth
+	// QUIC only: datagrams the client's namespace dropped for want of
+	// socket buffer space (a receiver that cannot keep up), which quic-go's
+	// sender takes for congestion.
+	VethReceiveDrops     uint64 `json:"veth_receive_drops,omitempty"`
+	EmulatedReceiveDrops uint64 `json:"emulated_receive_drops,omitempty"`
+	Error                string `json:"error,omitempty"`
+}
+
+// CPU is the emulator's CPU use while it carries a fixed load.
+type CPU struct {
+	Load        string  `json:"load"`         // what was carried
+	GoodputBps  float64 `json:"goodput_bps"`  // what arrived
+	CorePercent float64 `json:"core_percent"` // forwarding threads' CPU time / wall time
+	Error       string  `json:"error,omitempty"`
+}
+
+// Report is the outcome of a calibration.
+type Report struct {
+	Up       string `json:"up"`
+	Down     string `json:"down"`
+	Seed     uint64 `json:"seed"`
+	CC       string `json:"cc"`
+	Packets  int    `json:"packets"`
+	Duration string `json:"duration"`
+	// Offload and Realtime describe the emulator: TSO/USO on the TUN
+	// devices, SCHED_FIFO forwarding threads.
+	Realtime bool `json:"realtime"`
+	// Timestamping describes how one-way delays were measured.
+	Timestamping string    `json:"timestamping"`
+	Figures      []Figure  `json:"figures"`
+	Goodput      []Goodput `json:"goodput,omitempty"`
+	CPU          []CPU     `json:"cpu,omitempty"`
+	Warnings     []string  `json:"warnings,omitempty"`
+	OK           bool      `json:"ok"` // no judged figure failed
+}
+
+// Failed returns the judged figures outside their tolerance.
+func (r *Report) Failed() []Figure {
+	var out []Figure
+	for _, f := range r.Figures {
+		if f.Status == StatusFail {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+const timestampingMethod = "send: CLOCK_MONOTONIC read just before send(2) on a locked thread; " +
+	"receive: kernel timestamp (SO_TIMESTAMPNS, CLOCK_REALTIME converted to CLOCK_MONOTONIC) when the packet enters the receiver's stack; " +
+	"error floor: the same probes over a plain veth pair (figures \"floor\")"
+
+// directions
+const (
+	dirUp   = 0
+	dirDown = 1
+)
+
+var dirNames = [2]string{"up", "down"}
+
+// downSeed is the seed netns gives the down pipeline (see netns.Config.Seed).
+func dirSeed(seed uint64, dir int) uint64 {
+	if dir == dirDown {
+		return seed ^ 0x9e3779b97f4a7c15
+	}
+	return seed
+}
+
+func (c *Config) normalize() error {
+	if c.Packets == 0 {
+		c.Packets = DefaultPackets
+	}
+	if c.Duration == 0 {
+		c.Duration = DefaultDuration
+	}
+	if c.CC == "" {
+		c.CC = "cubic"
+	}
+	if c.Packets < MinPackets || c.Packets > MaxPackets {
+		return fmt.Errorf("calibrate: %d probes: want %d to %d", c.Packets, MinPackets, MaxPackets)
+	}
+	if c.Duration < MinDuration || c.Duration > MaxDuration {
+		return fmt.Errorf("calibrate: duration %v: want %v to %v", c.Duration, MinDuration, MaxDuration)
+	}
+	if err := c.Up.Validate(); err != nil {
+		return fmt.Errorf("calibrate: up link: %w", err)
+	}
+	if err := c.Down.Validate(); err != nil {
+		return fmt.Errorf("calibrate: down link: %w", err)
+	}
+	return nil
+}
+
+// run is one calibration in progress.
+type run struct {
+	ctx   context.Context
+	cfg   Config
+	links [2]spec.Link
+	tb    *netns.Testbed
+	veth  *vethPair
+	rep   *Report
+	phase byte
+
+	rx      [2]*receiver // per direction: up's in the server namespace
+	probeTx [2]*sender
+	bulkTx  [2]*sender
+	vrx     *receiver
+	vtx     *sender
+
+	closers []io.Closer
+}
+
+// Run builds a testbed with cfg's links, calibrates it and removes it. An
+// error means the calibration could not be carried out (bad Config, no
+// privileges, a failing system call); figures outside their tolerance are
+// not errors: see Report.Failed. An invalid Config returns an error before
+// anything is created.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	r, err := newRun(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	steps := []func() error{r.floor, func() error { return r.probes(false) }, func() error { return r.probes(true) }, r.rates}
+	if r.cfg.Throughput {
+		steps = append(steps, r.throughput)
+	}
+	for _, step := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r.rep.OK = len(r.rep.Failed()) == 0
+	return r.rep, nil
+}
+
+// newRun validates cfg, then builds the testbed, the veth pair and the
+// calibration sockets. The caller closes the run.
+func newRun(ctx context.Context, cfg Config) (*run, error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	id := make([]byte, 4)
+	_, _ = rand.Read(id)
+	tb, err := netns.New(ctx, netns.Config{Name: "cal" + hex.EncodeToString(id), Up: cfg.Up, Down: cfg.Down, Seed: cfg.Seed, CC: cfg.CC})
+	if err != nil {
+		return nil, err
+	}
+	r := &run{ctx: ctx, cfg: cfg, links: [2]spec.Link{cfg.Up, cfg.Down}, tb: tb}
+	r.rep = &Report{
+		Up: cfg.Up.String(), Down: cfg.Down.String(), Seed: cfg.Seed, CC: cfg.CC,
+		Packets: cfg.Packets, Duration: cfg.Duration.String(), Timestamping: timestampingMethod,
+	}
+	if hint := tb.RestrictedCCHint(); hint != "" {
+		r.warn("%s", hint)
+	}
+	sys := tb.Sysctls()
+	vsys := map[string]string{}
+	for _, k := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_no_metrics_save"} {
+		if v, ok := sys[k]; ok {
+			vsys[k] = v
+		}
+	}
+	if r.veth, err = newVethPair(vsys); err != nil {
+		r.close()
+		return nil, err
+	}
+	if err := r.setup(); err != nil {
+		r.close()
+		return nil, err
+	}
+	up, _ := tb.ForwarderStats()
+	r.rep.Realtime = up.Realtime
+	return r, nil
+}
+
+func (r *run) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		_ = r.closers[i].Close()
+	}
+	if r.veth != nil {
+		_ = r.veth.Close()
+	}
+	_ = r.tb.Close()
+}
+
+func (r *run) progress(format string, a ...any) {
+	if r.cfg.Progress != nil {
+		fmt.Fprintf(r.cfg.Progress, "calibrate: "+format+"\n", a...)
+	}
+}
+
+func (r *run) warn(format string, a ...any) {
+	r.rep.Warnings = append(r.rep.Warnings, fmt.Sprintf(format, a...))
+}
+
+// setup opens the receivers and senders of both environments.
+func (r *run) setup() error {
+	var err error
+	add := func(c io.Closer) { r.closers = append(r.closers, c) }
+	sides := [2][2]netns.Side{{netns.Client, netns.Server}, {netns.Server, netns.Client}} // from, to
+	for dir := range 2 {
+		from, to := sides[dir][0], sides[dir][1]
+		if r.rx[dir], err = newReceiver(r.tb, to); err != nil {
+			return err
+		}
+		add(r.rx[dir])
+		if r.probeTx[dir], err = newSender(r.tb, from, r.rx[dir].addr, false); err != nil {
+			return err
+		}
+		add(r.probeTx[dir])
+		if r.bulkTx[dir], err = newSender(r.tb, from, r.rx[dir].addr, true); err != nil {
+			return err
+		}
+		add(r.bulkTx[dir])
+	}
+	if r.vrx, err = newReceiver(r.veth, netns.Server); err != nil {
+		return err
+	}
+	add(r.vrx)
+	if r.vtx, err = newSender(r.veth, netns.Client, r.vrx.addr, false); err != nil {
+		return err
+	}
+	add(r.vtx)
+	return nil
+}
+
+// collectors runs one receiver per collector until the returned stop
+// function is called; stop waits for them and returns their first error.
+func collect(rxs []*receiver, cols []*collector) (stop func() error) {
+	ch := make(chan struct{})
+	errs := make([]error, len(rxs))
+	var wg sync.WaitGroup
+	for i := range rxs {
+		wg.Go(func() { errs[i] = rxs[i].run(cols[i], ch) })
+	}
+	return func() error {
+		close(ch)
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+}
+
+// runFlowsCtx runs flows, ending them early when ctx is cancelled.
+func (r *run) runFlows(flows []*flow) {
+	stop := context.AfterFunc(r.ctx, func() {
+		for _, f := range flows {
+			f.cancel.Store(true)
+		}
+	})
+	defer stop()
+	runFlows(flows)
+}
+
+func (r *run) nextPhase() byte {
+	r.phase++
+	return r.phase
+}
+
+// floor measures the one-way delay over the veth pair.
+func (r *run) floor() error {
+	n := min(r.cfg.Packets, floorProbes)
+	r.progress("measurement floor: %d probes over a veth pair", n)
+	ph := r.nextPhase()
+	off0 := realtimeOffset()
+	col := newCollector(ph, n, off0)
+	stop := collect([]*receiver{r.vrx}, []*collector{col})
+	var recs []sendRec
+	r.runFlows([]*flow{newProbeFlow(r.vtx, ph, n, time.Second/probeRate, &recs)})
+	time.Sleep(50 * time.Millisecond)
+	if err := stop(); err != nil {
+		return fmt.Errorf("veth receiver: %w", err)
+	}
+	r.checkClock("floor", off0)
+	sendT := sendTimes(recs, n)
+	var owd []float64
+	for seq, p := range col.probes {
+		if p.copies > 0 && sendT[seq] != 0 {
+			owd = append(owd, float64(p.rx-sendT[seq]))
+		}
+	}
+	if len(owd) == 0 {
+		return errors.New("no probe crossed the veth pair")
+	}
+	d := summarize(owd)
+	for _, q := range []struct {
+		name string
+		v    float64
+	}{{"p50", d.p50}, {"p99", d.p99}, {"max", d.max}} {
+		r.rep.Figures = append(r.rep.Figures, Figure{Name: "floor: one-way delay over veth " + q.name, Unit: "us",
+			Measured: q.v / 1e3, Tolerance: "-", Status: StatusInfo, Note: "measurement error bound"})
+	}
+	if lost := len(recs) - len(owd); lost > 0 {
+		r.warn("floor: %d of %d probes over the veth pair did not arrive (socket overflow %d)", lost, len(recs), r.vrx.ovfl)
+	}
+	return nil
+}
+
+// checkClock warns when CLOCK_REALTIME was stepped during a phase.
+func (r *run) checkClock(phase string, off0 int64) {
+	if d := realtimeOffset() - off0; d > 20e3 || d < -20e3 {
+		r.warn("%s: the system clock was stepped by %v during the phase: its one-way delays are off by that much", phase, time.Duration(d))
+	}
+}
+
+// sendTimes maps probe sequence numbers to send times (0: not sent).
+func sendTimes(recs []sendRec, n int) []int64 {
+	t := make([]int64, n)
+	for _, rec := range recs {
+		if rec.probe >= 0 && int(rec.probe) < n {
+			t[rec.probe] = rec.t
+		}
+	}
+	return t
+}
+
+// probeRatePPS is the probe rate of a direction: 10,000/s, or less so that
+// probes use at most 20% of the link's rate.
+func probeRatePPS(l spec.Link) float64 {
+	pps := float64(probeRate)
+	if bps := linkBps(l); bps > 0 {
+		pps = min(pps, probeShare*bps/float64((probePayload+ipUDPOverhead)*8))
+	}
+	return max(pps, 10)
+}
+
+// linkBps is a link's capacity in bit/s: its rate, a trace's mean, or 0.
+func linkBps(l spec.Link) float64 {
+	if l.Rate > 0 {
+		return float64(l.Rate)
+	}
+	if l.Trace != "" {
+		if t, err := trace.Load(l.Trace); err == nil {
+			return float64(t.MeanBps())
+		}
+	}
+	return 0
+}
+
+// loadRate is the loaded phase's load in bit/s of IP bytes.
+func loadRate(l spec.Link) float64 {
+	if bps := linkBps(l); bps > 0 {
+		return min(loadBps, bps/2)
+	}
+	return loadBps
+}
+
+// held is the number of packets a pipeline still holds.
+func held(c emu.Counters) int64 {
+	return int64(c.PacketsIn+c.Duplicated) - int64(c.PacketsOut+c.DropLoss+c.DropQueue+c.DropOff+c.DropFlush)
+}
+
+// waitIdle waits until both pipelines hold no packet (or limit passes).
+func (r *run) waitIdle(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		up, down := r.tb.Counters()
+		if held(up) <= 0 && held(down) <= 0 {
+			return true
+		}
+		if time.Now().After(deadline) || r.ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// drainLimit bounds how long a link may take to deliver what it holds.
+func drainLimit(l spec.Link) time.Duration {
+	d := l.MaxDelay() + l.Off + 2*time.Second
+	if bps := linkBps(l); bps > 0 {
+		pk, b := l.QueueLimit()
+		q := float64(pk) * 1500
+		if b > 0 && (pk == 0 || float64(b) < q) {
+			q = float64(b)
+		}
+		d += time.Duration(q * 8 / bps * 1e9)
+	}
+	return d
+}
+
+// outside are the testbed's own losses, outside the pipelines: packets the
+// kernel dropped at a TUN device, the pool could not hold, or a socket
+// could not queue. A valid phase has none.
+type outside struct {
+	devUp, devDown uint64
+	fwd            [2]forward.Stats
+	ovfl           [2]uint32
+}
+
+func (r *run) outsideSnapshot() outside {
+	var o outside
+	o.devUp, o.devDown, _ = r.tb.DeviceDrops()
+	o.fwd[0], o.fwd[1] = r.tb.ForwarderStats()
+	o.ovfl = [2]uint32{r.rx[0].ovfl, r.rx[1].ovfl}
+	return o
+}
+
+// checkOutside warns about losses outside the pipelines in directions dirs
+// since before.
+func (r *run) checkOutside(phase string, before outside, dirs ...int) {
+	after := r.outsideSnapshot()
+	dev := [2]uint64{after.devUp - before.devUp, after.devDown - before.devDown}
+	for _, dir := range dirs {
+		if dev[dir] > 0 {
+			r.warn("%s, %s: the kernel dropped %d packets at the TUN device before the emulator read them", phase, dirNames[dir], dev[dir])
+		}
+		if n := after.fwd[dir].PoolEmpty - before.fwd[dir].PoolEmpty; n > 0 {
+			r.warn("%s, %s: the emulator's packet pool was empty for %d packets", phase, dirNames[dir], n)
+		}
+		if n := after.ovfl[dir] - before.ovfl[dir]; n > 0 {
+			r.warn("%s, %s: the receiving socket overflowed (%d datagrams dropped): loss figures include them", phase, dirNames[dir], n)
+		}
+	}
+}
+
+// probes runs the idle or loaded probe phase in both directions at once.
+func (r *run) probes(loaded bool) error {
+	ph := r.nextPhase()
+	if err := r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed); err != nil {
+		return err
+	}
+	name := "idle"
+	var flows []*flow
+	var recs [2][]sendRec
+	cols := make([]*collector, 2)
+	off0 := realtimeOffset()
+	longest := 0.0
+	for dir := range 2 {
+		pps := probeRatePPS(r.links[dir])
+		longest = max(longest, float64(r.cfg.Packets)/pps)
+		cols[dir] = newCollector(ph, r.cfg.Packets, off0)
+		flows = append(flows, newProbeFlow(r.probeTx[dir], ph, r.cfg.Packets, time.Duration(1e9/pps), &recs[dir]))
+	}
+	var loads [2]float64
+	if loaded {
+		name = "load"
+		for dir := range 2 {
+			loads[dir] = loadRate(r.links[dir])
+			flows = append(flows, newBulkFlow(r.bulkTx[dir], kindLoad, ph, loads[dir], time.Duration(longest*1e9), &recs[dir]))
+		}
+		// Probes and load leave from one loop, interleaved in time order,
+		// so the model sees them in the order the link did: the bulk
+		// flows share its thread.
+	}
+	r.progress("%s phase: %d probes per direction (%.1f s)%s", name, r.cfg.Packets, longest, map[bool]string{true: " with bulk UDP load", false: ""}[loaded])
+	before := r.outsideSnapshot()
+	stop := collect(r.rx[:], cols)
+	r.runFlows(flows)
+	if !r.waitIdle(max(drainLimit(r.links[0]), drainLimit(r.links[1]))) && r.ctx.Err() == nil {
+		r.warn("%s: the link still held packets when the phase ended", name)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := stop(); err != nil {
+		return fmt.Errorf("%s phase receiver: %w", name, err)
+	}
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	r.checkClock(name+" phase", off0)
+	r.checkOutside(name+" phase", before, dirUp, dirDown)
+	for _, f := range flows {
+		if f.errs > 0 {
+			r.warn("%s phase: %d packets could not be sent: %v", name, f.errs, f.lastErr)
+		}
+	}
+	after := r.outsideSnapshot()
+	for dir := range 2 {
+		label := "idle"
+		if loaded {
+			label = fmt.Sprintf("under %s load", fmtBps(loads[dir]))
+		}
+		if err := r.analyzeProbes(dir, label, !loaded, cols[dir], recs[dir]); err != nil {
+			return err
+		}
+		r.wakeFigures(dir, label, before.fwd[dir], after.fwd[dir])
+	}
+	return nil
+}
+
+// wakeFigures reports how late the emulator's thread woke for departures
+// during a phase (its own timing error, before the kernel delivers).
+func (r *run) wakeFigures(dir int, label string, before, after forward.Stats) {
+	n := after.TimerWakeups - before.TimerWakeups
+	if n == 0 {
+		return
+	}
+	f := Figure{Direction: dirNames[dir], Name: "emulator wake-up lateness mean " + label, Unit: "us",
+		Measured: float64(after.LateSumNs-before.LateSumNs) / float64(n) / 1e3, Tolerance: "-", Status: StatusInfo,
+		Note: fmt.Sprintf("%d timer wake-ups", n)}
+	r.rep.Figures = append(r.rep.Figures, f)
+	if after.LateMaxNs > before.LateMaxNs {
+		r.rep.Figures = append(r.rep.Figures, Figure{Direction: dirNames[dir], Name: "emulator wake-up lateness max " + label, Unit: "us",
+			Measured: float64(after.LateMaxNs) / 1e3, Tolerance: "-", Status: StatusInfo})
+	}
+}
+
+func fmtBps(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return trimFloat(bps/1e9) + " Gbit/s"
+	case bps >= 1e6:
+		return trimFloat(bps/1e6) + " Mbit/s"
+	}
+	return trimFloat(bps/1e3) + " kbit/s"
+}
+
+func trimFloat(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}

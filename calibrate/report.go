@@ -1,0 +1,104 @@
+package calibrate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// formatValue prints v in unit.
+func formatValue(v float64, unit string) string {
+	switch unit {
+	case "ms":
+		return fmt.Sprintf("%.3f ms", v)
+	case "us":
+		return fmt.Sprintf("%.1f us", v)
+	case "%":
+		return fmt.Sprintf("%.3f%%", v)
+	case "Mbit/s":
+		return fmt.Sprintf("%.2f Mbit/s", v)
+	case "packets":
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%g %s", v, unit)
+}
+
+// WriteTable writes the report as aligned text tables: the figures
+// (configured, measured, tolerance, result), the throughput comparison and
+// CPU when measured, the warnings, and a closing verdict naming every
+// figure outside its tolerance.
+func (r *Report) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "link up %q, down %q, seed %d, cc %s, %d probes per direction and phase\n", r.Up, r.Down, r.Seed, r.CC, r.Packets)
+	threads := "normal scheduler (no SCHED_FIFO: less precise on a busy machine)"
+	if r.Realtime {
+		threads = "SCHED_FIFO"
+	}
+	fmt.Fprintf(&b, "emulator threads: %s\ntimestamps: %s\n\n", threads, r.Timestamping)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "dir\tfigure\tconfigured\tmeasured\ttolerance\tresult\tnote")
+	for _, f := range r.Figures {
+		conf := "-"
+		if f.Configured != nil {
+			conf = formatValue(*f.Configured, f.Unit)
+		}
+		meas := formatValue(f.Measured, f.Unit)
+		if f.Low != nil && f.High != nil {
+			meas += fmt.Sprintf(" [%s, %s]", formatValue(*f.Low, f.Unit), formatValue(*f.High, f.Unit))
+		}
+		dir := f.Direction
+		if dir == "" {
+			dir = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dir, f.Name, conf, meas, f.Tolerance, f.Status, f.Note)
+	}
+	tw.Flush()
+	if len(r.Goodput) > 0 {
+		fmt.Fprintf(&b, "\nbulk goodput, server to client, %s per transfer (first fifth left out):\n", r.Duration)
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "protocol\temulated link\tplain veth\temulated/veth\t")
+		for _, g := range r.Goodput {
+			note := g.Error
+			if g.VethReceiveDrops > 0 || g.EmulatedReceiveDrops > 0 {
+				note = strings.TrimSpace(fmt.Sprintf("receiver socket dropped %d datagrams (emulated), %d (veth) %s",
+					g.EmulatedReceiveDrops, g.VethReceiveDrops, note))
+			}
+			fmt.Fprintf(tw, "%s\t%.3f Gbit/s\t%.3f Gbit/s\t%.1f%%\t%s\n", g.Proto, g.EmulatedBps/1e9, g.VethBps/1e9, 100*g.Ratio, note)
+		}
+		tw.Flush()
+	}
+	if len(r.CPU) > 0 {
+		fmt.Fprintf(&b, "\nemulator CPU (forwarding threads), %% of one core:\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, c := range r.CPU {
+			fmt.Fprintf(tw, "%s\t%.1f%%\t(%.1f Mbit/s arrived)\t%s\n", c.Load, c.CorePercent, c.GoodputBps/1e6, c.Error)
+		}
+		tw.Flush()
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "\nwarning: %s", wn)
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	if failed := r.Failed(); len(failed) > 0 {
+		names := make([]string, len(failed))
+		for i, f := range failed {
+			names[i] = strings.TrimSpace(f.Direction + " " + f.Name)
+		}
+		fmt.Fprintf(&b, "\nFAIL: %d figures outside tolerance: %s\n", len(failed), strings.Join(names, "; "))
+	} else {
+		b.WriteString("\nOK: every judged figure is within its tolerance\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes the report as one indented JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
