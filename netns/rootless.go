@@ -9,7 +9,35 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// tunPath is the TUN clone device every testbed opens.
+const tunPath = "/dev/net/tun"
+
+// tunAccessible tells whether an ordinary user may open the TUN clone
+// device at path. A user namespace gives capabilities over the namespaces
+// it owns, not over device files of the host: if the node's mode does not
+// let an ordinary user read and write it, rootless mode cannot work. For
+// root it judges the "other" permission bits (what user nobody gets); for
+// anyone else it asks the kernel (access(2)).
+func tunAccessible(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("%s: %w (the TUN driver is missing: modprobe tun)", path, err)
+	}
+	if os.Geteuid() != 0 {
+		if err := unix.Access(path, unix.R_OK|unix.W_OK); err != nil {
+			return fmt.Errorf("%s is mode %04o owned by uid %d: this user cannot open it (%v); chmod 0666 %s (the usual default) to allow rootless mode", path, st.Mode&0o7777, st.Uid, err, path)
+		}
+		return nil
+	}
+	if st.Mode&0o006 != 0o006 {
+		return fmt.Errorf("%s is mode %04o: an ordinary user cannot open it, so rootless mode is unavailable here; chmod 0666 %s (the usual default) to allow it", path, st.Mode&0o7777, path)
+	}
+	return nil
+}
 
 // RootlessEnv is set (to "1") in the environment of a process re-executed
 // by RootlessCommand.
@@ -41,9 +69,13 @@ func RootlessCommand(ctx context.Context, exe string, args ...string) *exec.Cmd 
 }
 
 // UserNamespaceSupport tells whether an unprivileged user can create user
-// namespaces here (what RootlessCommand needs), and if not, why. It reads
-// the kernel's switches and, for the calling user, really tries.
+// namespaces here and open the TUN device inside them (what rootless mode
+// needs), and if not, why. It reads the kernel's switches, checks the
+// permissions of /dev/net/tun and, for the calling user, really tries.
 func UserNamespaceSupport() error {
+	if err := tunAccessible(tunPath); err != nil {
+		return err
+	}
 	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
 		return errors.New("kernel.unprivileged_userns_clone = 0 (Debian's switch): unprivileged user namespaces are disabled; enable with sysctl -w kernel.unprivileged_userns_clone=1")
 	}
