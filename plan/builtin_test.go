@@ -20,9 +20,9 @@ var builtinCounts = map[string]Counts{
 	// full/resumed/0rtt (h3) = 5 cells: (10x2 + 5) x 4 scenarios = 100 cells.
 	// Samples per scenario: 100 x 2 (latency) + 100 x 2 (ttfb) + 30 x 5
 	// (handshake) + 30 x 2 x 2 (download, upload) + 100 x 2 (multiplex) +
-	// 30 x 2 (HOL) + 100 x 2 (stream) + 30 x 2 x 2 (media) + 30 x 2 (page)
-	// = 1310; x 4 = 5240.
-	"degraded-networks": {Cells: 100, Samples: 5240, Warmups: 100},
+	// 100 x 2 (HOL) + 100 x 2 (stream) + 30 x 2 x 2 (media) + 30 x 2 (page)
+	// = 1450; x 4 = 5800.
+	"degraded-networks": {Cells: 100, Samples: 5800, Warmups: 100},
 	// Study B: 48 configurations (12 grid points x 4 pages) x 3 protocols.
 	"page-load-grid": {Cells: 144, Samples: 14400, Warmups: 144},
 	// Study C: 5 cases x 4 sizes x 2 protocols, 5 repetitions.
@@ -227,7 +227,7 @@ func TestDegradedNetworksDesign(t *testing.T) {
 		"realistic/latency/requests=20,size=0B/h2/builtin/cubic":   100,
 		"realistic/ttfb/size=1KB/h2/builtin/cubic":                 100,
 		"loss-2/multiplex/objects=10,size=100KB/h3/builtin/cubic":  100,
-		"loss-2/multiplex/objects=4,size=1MB/h3/builtin/cubic":     30,
+		"loss-2/multiplex/objects=4,size=1MB/h3/builtin/cubic":     100,
 		"baseline/download/size=3.4MB/h2/builtin/cubic":            30,
 		"baseline/multiplex/objects=3,size=3.4MB/h2/builtin/cubic": 30,
 		"baseline/upload/size=5MB/h3/builtin/cubic":                30,
