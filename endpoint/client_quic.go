@@ -36,13 +36,17 @@ func (f *fetcher) dialQUIC(ctx context.Context, early bool) (clientConn, error) 
 		alpn = raw.ALPN
 	}
 	qc.ct.Start = f.now()
+	// HandshakeTimeout keeps quic-go's own handshake timers from ending
+	// the handshake before the limit a timeout error reports (ctx, from
+	// dial, enforces that limit exactly).
 	c, err := h3.Dial(ctx, f.spec.Addr, h3.DialConfig{
-		TLS:         f.tlsConf,
-		ALPN:        alpn,
-		Early:       early,
-		IdleTimeout: quicIdle(f.spec.IdleTimeout),
-		QlogDir:     f.spec.QlogDir,
-		NoEvents:    f.spec.NoQUICEvents,
+		TLS:              f.tlsConf,
+		ALPN:             alpn,
+		Early:            early,
+		IdleTimeout:      quicIdle(f.spec.IdleTimeout),
+		HandshakeTimeout: f.spec.HandshakeTimeout,
+		QlogDir:          f.spec.QlogDir,
+		NoEvents:         f.spec.NoQUICEvents,
 	})
 	if err != nil {
 		return nil, err
@@ -128,6 +132,10 @@ func (qc *quicConn) mapErr(err error) error {
 	if h3.IsTimeout(err) {
 		var te *TimeoutError
 		if !errors.As(err, &te) {
+			if !qc.handshakeDone() {
+				// A 0-RTT connection whose handshake never completed.
+				return &TimeoutError{Phase: PhaseHandshake, Limit: qc.f.spec.HandshakeTimeout}
+			}
 			return &TimeoutError{Phase: PhaseIdle, Limit: quicIdle(qc.f.spec.IdleTimeout)}
 		}
 	}

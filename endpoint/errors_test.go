@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -145,6 +146,80 @@ func TestTruncatedBody(t *testing.T) {
 	if res.Requests[0].End != 0 {
 		t.Fatal("truncated request has an end time")
 	}
+
+	// HTTP/1.1 over TLS: Content-Length 1000, 10 bytes, close_notify.
+	h1 := serverTLSConfig(cert, nil)
+	h1.NextProtos = []string{"http/1.1"}
+	addr = fakeServer(t, func(c net.Conn) {
+		tc := tls.Server(c, h1)
+		br := bufio.NewReader(tc)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil || line == "\r\n" {
+				break
+			}
+		}
+		io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
+		tc.Close()
+	})
+	checkTruncated(t, model.ProtoH1, addr, ca.Pool(), 10)
+
+	// HTTP/2: HEADERS with content-length 1000, one DATA frame of 10 bytes
+	// without END_STREAM, then the connection ends (close_notify, FIN).
+	h2 := serverTLSConfig(cert, nil)
+	h2.NextProtos = []string{"h2"}
+	addr = fakeServer(t, func(c net.Conn) {
+		tc := tls.Server(c, h2)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		tc.Write(h2Frame(0x4, 0, 0, nil)) // server preface: empty SETTINGS
+		preface := make([]byte, 24)
+		if _, err := io.ReadFull(tc, preface); err != nil {
+			return
+		}
+		for { // up to the request's HEADERS on stream 1
+			var fh [9]byte
+			if _, err := io.ReadFull(tc, fh[:]); err != nil {
+				return
+			}
+			n := int(fh[0])<<16 | int(fh[1])<<8 | int(fh[2])
+			if _, err := io.CopyN(io.Discard, tc, int64(n)); err != nil {
+				return
+			}
+			if fh[3] == 0x1 {
+				break
+			}
+		}
+		// HPACK: :status 200 (static index 8); content-length (static
+		// name index 28, literal with incremental indexing) "1000".
+		hdr := []byte{0x88, 0x40 | 28, 4, '1', '0', '0', '0'}
+		tc.Write(h2Frame(0x1, 0x4, 1, hdr)) // HEADERS, END_HEADERS
+		tc.Write(h2Frame(0x0, 0, 1, []byte("0123456789")))
+		tc.CloseWrite()
+		io.Copy(io.Discard, tc) // until the client closes
+	})
+	checkTruncated(t, model.ProtoH2, addr, ca.Pool(), 10)
+}
+
+// h2Frame encodes an HTTP/2 frame.
+func h2Frame(typ, flags byte, stream uint32, payload []byte) []byte {
+	n := len(payload)
+	b := []byte{byte(n >> 16), byte(n >> 8), byte(n), typ, flags, byte(stream >> 24), byte(stream >> 16), byte(stream >> 8), byte(stream)}
+	return append(b, payload...)
+}
+
+// checkTruncated fetches /bytes/1000 from a server that sends only got
+// bytes of it and checks that the fetch fails as truncated.
+func checkTruncated(t *testing.T, proto, addr string, roots *x509.CertPool, got int64) {
+	t.Helper()
+	res, err := Fetch(context.Background(), FetchSpec{Proto: proto, Addr: addr, Paths: []string{"/bytes/1000"}, RootCAs: roots})
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("%s truncated body: err = %v, want io.ErrUnexpectedEOF", proto, err)
+	}
+	if len(res.Requests) != 1 || res.Requests[0].Bytes != got || res.Requests[0].End != 0 || res.Requests[0].Error == "" {
+		t.Fatalf("%s truncated body: request %+v", proto, res.Requests)
+	}
 }
 
 func TestBlackHoleTimesOut(t *testing.T) {
@@ -176,6 +251,25 @@ func TestBlackHoleTimesOut(t *testing.T) {
 		}
 		if res != nil && len(res.Conns) != 0 {
 			t.Errorf("%s: a connection was recorded", proto)
+		}
+	}
+
+	// QUIC: the configured limit, not quic-go's 5 s default, ends the
+	// handshake, and the error reports it.
+	for _, proto := range []string{model.ProtoH3, model.ProtoQUIC} {
+		const limit = 300 * time.Millisecond
+		start := time.Now()
+		_, err := Fetch(context.Background(), FetchSpec{
+			Proto: proto, Addr: pc.LocalAddr().String(), Paths: []string{"/echo"}, Insecure: true,
+			HandshakeTimeout: limit,
+		})
+		elapsed := time.Since(start)
+		var te *TimeoutError
+		if !errors.As(err, &te) || te.Phase != PhaseHandshake || te.Limit != limit {
+			t.Errorf("%s: err = %v, want a handshake timeout with limit %v", proto, err, limit)
+		}
+		if elapsed > 3*time.Second {
+			t.Errorf("%s: gave up after %v with a %v limit", proto, elapsed, limit)
 		}
 	}
 

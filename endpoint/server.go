@@ -69,9 +69,18 @@ type ServerConfig struct {
 	// NoQUICEvents turns quic-go's per-packet event tracing off on the
 	// server (unless QlogDir is set); see FetchSpec.NoQUICEvents.
 	NoQUICEvents bool
+	// IdleTimeout closes a raw-protocol TCP connection (tcp) when a read
+	// or a write on it makes no progress for that long, between requests
+	// or within one (a client that stops sending its upload or reading
+	// its response); 0 means DefaultServerIdleTimeout.
+	IdleTimeout time.Duration
 	// Logf receives errors that have no caller to return to (nil: dropped).
 	Logf func(format string, args ...any)
 }
+
+// DefaultServerIdleTimeout is the default ServerConfig.IdleTimeout, equal
+// to the HTTP servers' keep-alive idle timeout.
+const DefaultServerIdleTimeout = 2 * time.Minute
 
 // ServerInfo is what a client needs to reach a server.
 type ServerInfo struct {
@@ -140,6 +149,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		book:  newStatsBook(4096),
 		conns: map[*trackedConn]struct{}{},
 	}
+	if s.cfg.IdleTimeout <= 0 {
+		s.cfg.IdleTimeout = DefaultServerIdleTimeout
+	}
 	if s.logf == nil {
 		s.logf = func(string, ...any) {}
 	}
@@ -174,8 +186,14 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			Raw:      cfg.serves(model.ProtoQUIC),
 			QlogDir:  cfg.QlogDir,
 			NoEvents: cfg.NoQUICEvents,
-			OnClose:  func(remote string, st model.TransportStats) { s.book.put("quic", remote, st) },
-			Logf:     s.logf,
+			// As patient as the TLS/TCP side, so that the client's
+			// handshake limit, not the server, ends a slow handshake.
+			HandshakeTimeout: serverHandshakeTimeout,
+			OnAccept: func(remote string) func(model.TransportStats) {
+				ref := s.book.open("quic", remote)
+				return func(st model.TransportStats) { s.book.put(ref, st) }
+			},
+			Logf: s.logf,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("endpoint: QUIC: %w", err)
@@ -437,7 +455,7 @@ func (s *Server) dispatchTLS(c *trackedConn) {
 	proto := tc.ConnectionState().NegotiatedProtocol
 	switch {
 	case proto == raw.ALPN:
-		if err := raw.Serve(tc, false); err != nil && !isNetClosed(err) {
+		if err := raw.Serve(&idleConn{Conn: tc, idle: s.cfg.IdleTimeout}, false); err != nil && !isNetClosed(err) {
 			s.logf("raw TCP from %s: %v", c.RemoteAddr(), err)
 		}
 		_ = tc.Close()
@@ -446,6 +464,27 @@ func (s *Server) dispatchTLS(c *trackedConn) {
 	default:
 		_ = tc.Close()
 	}
+}
+
+// idleConn bounds every Read and Write of a connection: each must make
+// progress within idle, or it fails with os.ErrDeadlineExceeded.
+type idleConn struct {
+	net.Conn
+	idle time.Duration
+}
+
+func (c *idleConn) Read(p []byte) (int, error) {
+	if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(p)
+}
+
+func (c *idleConn) Write(p []byte) (int, error) {
+	if err := c.Conn.SetWriteDeadline(time.Now().Add(c.idle)); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(p)
 }
 
 func isNetClosed(err error) bool {
@@ -479,7 +518,10 @@ func (s *Server) CPU() (CPUTime, error) { return ProcessCPU() }
 // ConnStats waits until the server-side connection from the client address
 // addr ("ip:port", as the client saw its local address) of the given kind
 // ("tcp" or "quic") has ended, and returns its final transport statistics,
-// or ctx's error.
+// or ctx's error. The statistics are those of the latest connection the
+// server accepted from addr: a new connection from the same address
+// discards what an earlier one left, and each record is handed out once
+// (a second call waits for the next connection from addr to end).
 func (s *Server) ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error) {
 	return s.book.wait(ctx, kind, addr)
 }
@@ -542,6 +584,7 @@ func ignoreClosed(err error) error {
 type trackedConn struct {
 	*net.TCPConn
 	s    *Server
+	ref  bookRef
 	once sync.Once
 	err  error
 }
@@ -559,6 +602,7 @@ func (s *Server) track(c net.Conn) *trackedConn {
 		_ = t.Close()
 		return nil
 	}
+	tc.ref = s.book.open("tcp", t.RemoteAddr().String())
 	s.conns[tc] = struct{}{}
 	return tc
 }
@@ -566,7 +610,9 @@ func (s *Server) track(c net.Conn) *trackedConn {
 func (c *trackedConn) Close() error {
 	c.once.Do(func() {
 		if st, err := tcpStats(c.TCPConn); err == nil {
-			c.s.book.put("tcp", c.RemoteAddr().String(), st)
+			c.s.book.put(c.ref, st)
+		} else {
+			c.s.book.abandon(c.ref)
 		}
 		c.s.mu.Lock()
 		delete(c.s.conns, c)
@@ -630,18 +676,42 @@ func (l *chanListener) Close() error {
 
 func (l *chanListener) Addr() net.Addr { return l.addr }
 
-// statsBook keeps the final transport statistics of the last connections
-// that ended, by kind and client address.
+// statsBook keeps the final transport statistics of connections that
+// ended, by kind and client address, until they are asked for.
+//
+// Client ports are reused (QUIC clients bind a random UDP port per
+// connection), so an address names a sequence of connections over time:
+// each accepted connection opens a new generation of its key, which
+// discards whatever an earlier connection from that address left, and only
+// the newest generation's statistics are kept. A record is handed out once.
 type statsBook struct {
 	mu      sync.Mutex
 	limit   int
-	m       map[string]model.TransportStats
-	order   []string
-	waiters map[string][]chan struct{}
+	gen     uint64
+	live    map[string]uint64     // key -> generation of the newest accepted connection, until it ends
+	done    map[string]bookRecord // ended, not yet asked for
+	order   []bookRef             // done records by age, for the limit (may hold stale refs)
+	waiters map[string][]chan model.TransportStats
+}
+
+// bookRef names one connection: its key and generation.
+type bookRef struct {
+	key string
+	gen uint64
+}
+
+type bookRecord struct {
+	gen uint64
+	st  model.TransportStats
 }
 
 func newStatsBook(limit int) *statsBook {
-	return &statsBook{limit: limit, m: map[string]model.TransportStats{}, waiters: map[string][]chan struct{}{}}
+	return &statsBook{
+		limit:   limit,
+		live:    map[string]uint64{},
+		done:    map[string]bookRecord{},
+		waiters: map[string][]chan model.TransportStats{},
+	}
 }
 
 func bookKey(kind, addr string) string {
@@ -651,39 +721,80 @@ func bookKey(kind, addr string) string {
 	return kind + " " + addr
 }
 
-func (b *statsBook) put(kind, addr string, st model.TransportStats) {
+// open registers a new connection from addr, superseding any earlier one,
+// and returns its reference for put or abandon.
+func (b *statsBook) open(kind, addr string) bookRef {
 	k := bookKey(kind, addr)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.m[k]; !ok {
-		b.order = append(b.order, k)
-		if len(b.order) > b.limit {
-			delete(b.m, b.order[0])
-			b.order = b.order[1:]
-		}
-	}
-	b.m[k] = st
-	for _, w := range b.waiters[k] {
-		close(w)
-	}
-	delete(b.waiters, k)
+	b.gen++
+	b.live[k] = b.gen
+	delete(b.done, k) // an earlier connection's record: stale now
+	return bookRef{key: k, gen: b.gen}
 }
 
+// put records the final statistics of the connection ref, unless a newer
+// connection from the same address was accepted meanwhile. Waiters receive
+// them at once; otherwise they are kept for the next wait.
+func (b *statsBook) put(ref bookRef, st model.TransportStats) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.live[ref.key] != ref.gen {
+		return // superseded: the address now belongs to a newer connection
+	}
+	delete(b.live, ref.key)
+	if ws := b.waiters[ref.key]; len(ws) > 0 {
+		for _, w := range ws {
+			w <- st // buffered, one value each
+		}
+		delete(b.waiters, ref.key)
+		return
+	}
+	b.done[ref.key] = bookRecord{gen: ref.gen, st: st}
+	b.order = append(b.order, ref)
+	for len(b.done) > b.limit && len(b.order) > 0 {
+		o := b.order[0]
+		b.order = b.order[1:]
+		if r, ok := b.done[o.key]; ok && r.gen == o.gen {
+			delete(b.done, o.key)
+		}
+	}
+	if len(b.order) > 2*b.limit+64 { // drop refs of records already handed out
+		kept := b.order[:0]
+		for _, o := range b.order {
+			if r, ok := b.done[o.key]; ok && r.gen == o.gen {
+				kept = append(kept, o)
+			}
+		}
+		b.order = kept
+	}
+}
+
+// abandon forgets the connection ref when its statistics cannot be read.
+func (b *statsBook) abandon(ref bookRef) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.live[ref.key] == ref.gen {
+		delete(b.live, ref.key)
+	}
+}
+
+// wait returns (and forgets) the record of the connection from addr that
+// ended last, or waits for the next one to end.
 func (b *statsBook) wait(ctx context.Context, kind, addr string) (model.TransportStats, error) {
 	k := bookKey(kind, addr)
 	b.mu.Lock()
-	if st, ok := b.m[k]; ok {
+	if r, ok := b.done[k]; ok {
+		delete(b.done, k)
 		b.mu.Unlock()
-		return st, nil
+		return r.st, nil
 	}
-	ch := make(chan struct{})
+	ch := make(chan model.TransportStats, 1)
 	b.waiters[k] = append(b.waiters[k], ch)
 	b.mu.Unlock()
 	select {
-	case <-ch:
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.m[k], nil
+	case st := <-ch:
+		return st, nil
 	case <-ctx.Done():
 		b.mu.Lock()
 		defer b.mu.Unlock()
@@ -696,6 +807,11 @@ func (b *statsBook) wait(ctx context.Context, kind, addr string) (model.Transpor
 		}
 		if len(b.waiters[k]) == 0 {
 			delete(b.waiters, k)
+		}
+		select {
+		case st := <-ch: // delivered just before we gave up
+			return st, nil
+		default:
 		}
 		return model.TransportStats{}, fmt.Errorf("no statistics for %s connection from %s: %w", kind, addr, ctx.Err())
 	}

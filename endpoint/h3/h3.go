@@ -8,6 +8,7 @@ package h3
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +39,9 @@ const (
 	ConnWindow   = 32 << 20
 )
 
-// quicConfig returns the quic.Config both sides use.
+// quicConfig returns the quic.Config both sides use. handshake is the
+// handshake limit the caller wants (0: quic-go's default, which abandons a
+// handshake after 5 s without a packet from the peer or 10 s in all).
 func quicConfig(handshake, idle time.Duration) *quic.Config {
 	c := &quic.Config{
 		InitialStreamReceiveWindow:     512 << 10,
@@ -49,8 +52,13 @@ func quicConfig(handshake, idle time.Duration) *quic.Config {
 		MaxIncomingUniStreams:          100,
 	}
 	if handshake > 0 {
-		// quic-go aborts the handshake after twice HandshakeIdleTimeout.
-		c.HandshakeIdleTimeout = max(handshake/2, time.Millisecond)
+		// quic-go abandons a handshake when no packet arrived from the
+		// peer for HandshakeIdleTimeout, and in any case after twice that.
+		// Setting it to the limit makes quic-go give up on a silent peer
+		// at the limit, neither before it (its 5 s default would cut a
+		// longer limit short) nor long after; a client's dial context
+		// bounds the whole handshake to the limit.
+		c.HandshakeIdleTimeout = handshake
 	}
 	if idle > 0 {
 		c.MaxIdleTimeout = idle
@@ -70,14 +78,19 @@ type ServerConfig struct {
 	// QlogDir, when not empty, receives one qlog file per connection.
 	QlogDir string
 	// NoEvents turns quic-go's event tracing off (unless QlogDir is set):
-	// PTOCount, CongestionEvents and Retransmits then stay zero. Tracing
-	// makes quic-go build an event per packet, which costs CPU.
+	// PTOCount, CongestionEvents, CongestionStateChanges and Retransmits
+	// then stay zero. Tracing makes quic-go build an event per packet,
+	// which costs CPU.
 	NoEvents bool
 	// IdleTimeout closes connections idle that long (0: quic-go's 30 s).
 	IdleTimeout time.Duration
-	// OnClose, if set, receives each connection's final statistics when it
-	// ends, keyed by the client's address ("ip:port").
-	OnClose func(remote string, stats model.TransportStats)
+	// HandshakeTimeout abandons a handshake after that long without a
+	// packet from the client, or twice that in all (0: quic-go's 5 s).
+	HandshakeTimeout time.Duration
+	// OnAccept, if set, is called with the client's address ("ip:port")
+	// when a connection is accepted; the function it returns, if not nil,
+	// receives that connection's final statistics when it ends.
+	OnAccept func(remote string) (onClose func(model.TransportStats))
 	// Logf reports errors that have no caller to return to.
 	Logf func(format string, args ...any)
 }
@@ -123,7 +136,7 @@ func Listen(pc net.PacketConn, cfg ServerConfig) (*Server, error) {
 			return context.WithValue(ctx, countersKey{}, new(counters)), nil
 		},
 	}
-	qc := quicConfig(0, cfg.IdleTimeout)
+	qc := quicConfig(cfg.HandshakeTimeout, cfg.IdleTimeout)
 	qc.Allow0RTT = true
 	if !cfg.NoEvents || cfg.QlogDir != "" {
 		qc.Tracer = tracer(cfg.QlogDir, nil, &s.written, cfg.Logf)
@@ -163,11 +176,15 @@ func (s *Server) accept() {
 		s.conns[conn] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.handle(conn)
+		var onClose func(model.TransportStats)
+		if s.cfg.OnAccept != nil {
+			onClose = s.cfg.OnAccept(conn.RemoteAddr().String())
+		}
+		go s.handle(conn, onClose)
 	}
 }
 
-func (s *Server) handle(conn *quic.Conn) {
+func (s *Server) handle(conn *quic.Conn, onClose func(model.TransportStats)) {
 	defer s.wg.Done()
 	defer func() {
 		s.mu.Lock()
@@ -185,9 +202,9 @@ func (s *Server) handle(conn *quic.Conn) {
 		_ = conn.CloseWithError(0, "no application protocol")
 	}
 	<-conn.Context().Done()
-	if s.cfg.OnClose != nil {
+	if onClose != nil {
 		c, _ := conn.Context().Value(countersKey{}).(*counters)
-		s.cfg.OnClose(conn.RemoteAddr().String(), statsOf(conn, c))
+		onClose(statsOf(conn, c))
 	}
 }
 
@@ -287,8 +304,15 @@ type DialConfig struct {
 	// completes. Without one it behaves like a normal dial.
 	Early bool
 	// IdleTimeout closes the connection after that long without packets
-	// (0: quic-go's 30 s). The handshake is bounded by ctx.
+	// (0: quic-go's 30 s).
 	IdleTimeout time.Duration
+	// HandshakeTimeout is the handshake limit: quic-go abandons the
+	// handshake when no packet arrived from the server for that long, and
+	// in any case after twice that (0: quic-go's 5 s). Dial's ctx can bound
+	// the handshake more tightly; give it the same limit for an exact one.
+	// With Early, the handshake continues after Dial returned, bounded by
+	// this alone.
+	HandshakeTimeout time.Duration
 	// QlogDir, when not empty, receives the connection's qlog file.
 	QlogDir string
 	// NoEvents turns quic-go's event tracing off (unless QlogDir is set);
@@ -309,7 +333,7 @@ type Conn struct {
 
 // Dial opens a QUIC connection to addr ("host:port") from a fresh UDP socket
 // (so no state is shared with other connections). The handshake is bounded
-// by ctx.
+// by ctx and by cfg.HandshakeTimeout.
 func Dial(ctx context.Context, addr string, cfg DialConfig) (*Conn, error) {
 	if cfg.TLS == nil {
 		return nil, errors.New("h3: DialConfig.TLS is required")
@@ -349,7 +373,7 @@ func Dial(ctx context.Context, addr string, cfg DialConfig) (*Conn, error) {
 	c := &Conn{tr: &quic.Transport{Conn: udp}, c: new(counters)}
 	tlsConf := cfg.TLS.Clone()
 	tlsConf.NextProtos = []string{cfg.ALPN}
-	qc := quicConfig(0, cfg.IdleTimeout)
+	qc := quicConfig(cfg.HandshakeTimeout, cfg.IdleTimeout)
 	if !cfg.NoEvents || cfg.QlogDir != "" {
 		qc.Tracer = tracer(cfg.QlogDir, c.c, &c.written, cfg.Logf)
 	} else {
@@ -470,3 +494,16 @@ func IsTimeout(err error) bool {
 
 // Is0RTTRejected reports whether err means the server rejected 0-RTT.
 func Is0RTTRejected(err error) bool { return errors.Is(err, quic.Err0RTTRejected) }
+
+// PeerCertificates completes one QUIC handshake with addr using conf and
+// returns the certificate chain the server presented (leaf first), then
+// closes the connection. It is for tools that need the server's
+// certificate before another client connects (Chromium's SPKI pin list).
+func PeerCertificates(ctx context.Context, addr string, conf *tls.Config) ([]*x509.Certificate, error) {
+	conn, err := quic.DialAddr(ctx, addr, conf, quicConfig(0, 0))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.CloseWithError(0, "")
+	return conn.ConnectionState().TLS.PeerCertificates, nil
+}

@@ -22,7 +22,7 @@ type counters struct {
 	lost        atomic.Int64 // recovery:packet_lost, MTU probes excluded
 	ptos        atomic.Int64 // PTO expirations (pto_count increments)
 	recoveries  atomic.Int64 // congestion state entries into "recovery"
-	stateChange atomic.Int64 // all congestion state changes
+	stateChange atomic.Int64 // all congestion state updates, the initial slow start included
 }
 
 // trace is a qlogwriter.Trace that counts the events quicbench needs and,
@@ -166,7 +166,13 @@ func (b *bufferedFile) Close() error {
 // statsOf assembles the transport statistics of a QUIC connection from
 // quic-go's ConnectionStats and the traced counters.
 func statsOf(conn *quic.Conn, c *counters) model.TransportStats {
-	s := conn.ConnectionStats()
+	return statsFrom(conn.ConnectionStats(), c)
+}
+
+// statsFrom maps quic-go's connection statistics and the traced counters
+// (nil when tracing is off) to TransportStats; docs/metrics.md defines each
+// field.
+func statsFrom(s quic.ConnectionStats, c *counters) model.TransportStats {
 	ts := model.TransportStats{
 		Kind:               "quic",
 		CongestionAlgo:     "cubic", // quic-go implements NewReno-style recovery with Cubic growth only
@@ -182,6 +188,9 @@ func statsOf(conn *quic.Conn, c *counters) model.TransportStats {
 		ts.Retransmits = c.lost.Load()
 		ts.PTOCount = c.ptos.Load()
 		ts.CongestionEvents = c.recoveries.Load()
+		// quic-go announces the initial state (slow start) when the
+		// connection's congestion controller is created: not a change.
+		ts.CongestionStateChanges = max(c.stateChange.Load()-1, 0)
 	}
 	return ts
 }

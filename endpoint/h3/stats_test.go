@@ -3,9 +3,13 @@ package h3
 import (
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+
+	"github.com/quicbench/quicbench/internal/model"
 )
 
 type qlogEvent = qlogwriter.Event
@@ -61,5 +65,51 @@ func TestRecorderCounts(t *testing.T) {
 		t.Errorf("close: %v, forwarded %v", err, next.closed)
 	}
 	written.Wait() // the last producer's close marks the file written
+}
 
+func TestStatsFrom(t *testing.T) {
+	s := quic.ConnectionStats{
+		SmoothedRTT:      12500 * time.Microsecond,
+		MeanDeviation:    1500 * time.Microsecond,
+		MinRTT:           10 * time.Millisecond,
+		CongestionWindow: 64000,
+		PacketsSent:      1000,
+		PacketsLost:      7,
+		BytesLost:        9000,
+	}
+	c := new(counters)
+	c.lost.Store(6)
+	c.ptos.Store(2)
+	c.recoveries.Store(3)
+	c.stateChange.Store(5) // the initial slow start and 4 changes
+	got := statsFrom(s, c)
+	want := model.TransportStats{
+		Kind:                   "quic",
+		CongestionAlgo:         "cubic",
+		SmoothedRTTms:          12.5,
+		RTTVarms:               1.5,
+		MinRTTms:               10,
+		CwndBytes:              64000,
+		PacketsSent:            1000,
+		PacketsLost:            7,
+		BytesRetransmitted:     9000,
+		Retransmits:            6,
+		PTOCount:               2,
+		CongestionEvents:       3,
+		CongestionStateChanges: 4,
+	}
+	if got != want {
+		t.Fatalf("\n got %+v\nwant %+v", got, want)
+	}
+	// Without tracing the event-based figures stay zero.
+	got = statsFrom(s, nil)
+	if got.Retransmits != 0 || got.PTOCount != 0 || got.CongestionEvents != 0 || got.CongestionStateChanges != 0 || got.PacketsSent != 1000 {
+		t.Fatalf("untraced: %+v", got)
+	}
+	// A traced connection that only announced its initial state.
+	c = new(counters)
+	c.stateChange.Store(1)
+	if got := statsFrom(s, c); got.CongestionStateChanges != 0 {
+		t.Fatalf("initial state counted as a change: %d", got.CongestionStateChanges)
+	}
 }

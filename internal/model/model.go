@@ -138,11 +138,16 @@ type TransportStats struct {
 	SsthreshBytes      int64   // TCP snd_ssthresh*snd_mss (0 when "infinite") / QUIC: 0 (not exposed)
 	PacketsSent        int64   // TCP segs_out / QUIC packets sent
 	PacketsLost        int64   // TCP lost (tcpi_lost at end) / QUIC packets declared lost
-	Retransmits        int64   // TCP tcpi_total_retrans / QUIC packets whose frames were retransmitted
+	Retransmits        int64   // TCP tcpi_total_retrans (segments retransmitted) / QUIC packets declared lost, MTU probes excluded (their frames were sent again)
 	BytesRetransmitted int64   // TCP bytes_retrans / QUIC bytes in lost packets
 	DeliveryRateBps    int64   // TCP tcpi_delivery_rate*8 / QUIC: 0
-	CongestionEvents   int64   // QUIC congestion state changes / TCP: 0
-	PTOCount           int64   // QUIC probe timeouts / TCP: tcpi_retransmits timeouts (RTO count)
+	CongestionEvents   int64   // QUIC congestion state entries into "recovery" (loss-triggered window reductions) / TCP: 0
+	PTOCount           int64   // QUIC probe timeouts / TCP tcpi_total_rto: retransmission timeouts over the connection's life (kernel >= 6.7; 0 on older kernels)
+	// CongestionStateChanges counts the QUIC sender's congestion state
+	// changes between slow start, congestion avoidance, recovery and
+	// application limited (qlog recovery:congestion_state_updated events
+	// after the initial one announcing slow start) / TCP: 0.
+	CongestionStateChanges int64
 }
 
 // CPUUsage is the CPU time the client and server processes spent during one
