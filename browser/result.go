@@ -44,6 +44,9 @@ type Result struct {
 	// the TLS version). QUICVersion, Resumed and ZeroRTT are not exposed by
 	// DevTools and stay empty.
 	Negotiated model.Negotiated
+	// Status is the document's HTTP status code as DevTools reports it (0
+	// when unknown). Load does not judge it: an error page is a page too.
+	Status int64
 	// ConnectionReused is true when the document came over a connection
 	// that was already open (a warm Session load).
 	ConnectionReused bool
@@ -210,6 +213,7 @@ func (raw *rawResult) result(want string, resp *network.Response) *Result {
 			res.Negotiated.Cipher = sd.Cipher
 		}
 		res.ConnectionReused = resp.ConnectionReused
+		res.Status = resp.Status
 	}
 	return res
 }

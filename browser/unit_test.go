@@ -168,7 +168,7 @@ func TestResultConversion(t *testing.T) {
 		FCP: 24,
 		LCP: 32,
 	}
-	resp := &network.Response{Protocol: "h3", ConnectionReused: true,
+	resp := &network.Response{Protocol: "h3", ConnectionReused: true, Status: 200,
 		SecurityDetails: &network.SecurityDetails{Protocol: "QUIC", Cipher: "AES_128_GCM"}}
 	r := raw.result("h3", resp)
 
@@ -191,8 +191,8 @@ func TestResultConversion(t *testing.T) {
 	if r.TransferBytes != 2400 || r.BodyBytes != 1500 || r.CachedResources != 0 {
 		t.Errorf("bytes: transfer %d, body %d", r.TransferBytes, r.BodyBytes)
 	}
-	if r.Negotiated != (model.Negotiated{ALPN: "h3", HTTPVersion: "HTTP/3.0", TLSVersion: "QUIC", Cipher: "AES_128_GCM"}) || !r.ConnectionReused {
-		t.Errorf("negotiated %+v reused %v", r.Negotiated, r.ConnectionReused)
+	if r.Negotiated != (model.Negotiated{ALPN: "h3", HTTPVersion: "HTTP/3.0", TLSVersion: "QUIC", Cipher: "AES_128_GCM"}) || !r.ConnectionReused || r.Status != 200 {
+		t.Errorf("negotiated %+v reused %v status %d", r.Negotiated, r.ConnectionReused, r.Status)
 	}
 
 	err := r.check()

@@ -1,6 +1,11 @@
 package cli
 
 import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +13,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,9 +21,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/content"
+	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/internal/model"
 )
 
@@ -27,7 +35,7 @@ func newFetchCommand(env *Env) *cobra.Command {
 	var (
 		spec                     endpoint.FetchSpec
 		addr, upload, caFile     string
-		keyLog                   string
+		keyLog, client, spki     string
 		jsonOut, zeroRTT, resume bool
 	)
 	cmd := &cobra.Command{
@@ -45,12 +53,25 @@ server's cleartext port; every other protocol its TLS port (TCP and UDP).
 The raw protocols (tcp, quic) take /bytes/N, /echo and /upload.
 
 A connection that negotiates another protocol than --proto is an error
-(exit status 1), never a measurement.`,
+(exit status 1), never a measurement.
+
+--client chromium loads each URL as a page in headless Chromium instead
+(a fresh browser and profile per page, no cache) over --proto h1, h1c, h2 or
+h3, and prints the page timings (navigation TTFB, DOMContentLoaded, load,
+first and largest contentful paint) and every resource with the protocol it
+used; --json prints the browser's result per page (one JSON object after the
+other). Any resource fetched with another protocol than --proto fails the
+command (exit status 1, naming the resources). Chromium accepts the server's
+certificate by its SPKI hash: give --spki (quicbench serve prints it), or
+let fetch read the certificate from the server first (over TLS on TCP, or
+QUIC for h3), verified with --ca, or not at all with --insecure. Options of
+the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 		Example: `  quicbench fetch --proto h3 --ca ca.pem https://10.0.0.2:4433/bytes/10MB
   quicbench fetch --proto h1 --parallel 6 --addr 10.0.0.2:4433 --insecure /bytes/1MB /bytes/1MB /bytes/1MB
   quicbench fetch --proto h2 --page --json --ca ca.pem https://10.0.0.2:4433/page/50/8KB
   quicbench fetch --proto quic --0rtt --ca ca.pem https://10.0.0.2:4433/bytes/100KB
-  quicbench fetch --proto tcp --upload 10MB --ca ca.pem https://10.0.0.2:4433/upload`,
+  quicbench fetch --proto tcp --upload 10MB --ca ca.pem https://10.0.0.2:4433/upload
+  quicbench fetch --client chromium --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return Usage(errors.New("fetch needs at least one URL or path"), "quicbench fetch --proto h2 https://HOST:PORT/bytes/1MB")
@@ -60,6 +81,19 @@ A connection that negotiates another protocol than --proto is an error
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(model.Protocols, spec.Proto) {
 				return Usage(fmt.Errorf("--proto %q: unknown protocol", spec.Proto), "protocols: "+strings.Join(model.Protocols, ", "))
+			}
+			switch client {
+			case fetchClientBuiltin:
+				if spki != "" {
+					return Usage(errors.New("--spki only applies to --client chromium"), "the built-in client verifies the certificate with --ca (or not at all with --insecure)")
+				}
+			case fetchClientChromium:
+				return fetchChromium(cmd, env, chromiumFetch{
+					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
+					serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
+				})
+			default:
+				return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: builtin, chromium")
 			}
 			a, paths, err := fetchTargets(addr, args)
 			if err != nil {
@@ -121,9 +155,11 @@ A connection that negotiates another protocol than --proto is an error
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&client, "client", fetchClientBuiltin, "who fetches: builtin (quicbench's own HTTP/QUIC client) or chromium (headless Chromium loads each URL as a page)")
+	f.StringVar(&spki, "spki", "", "chromium: base64 SHA-256 of the server certificate's SubjectPublicKeyInfo (as quicbench serve prints it; several joined by commas); default: read the certificate from the server, verified with --ca unless --insecure")
 	f.StringVar(&spec.Proto, "proto", model.ProtoH2, "protocol: "+strings.Join(model.Protocols, ", "))
 	f.StringVar(&addr, "addr", "", "server HOST:PORT for path arguments")
-	f.StringVar(&spec.ServerName, "server-name", "", "name to verify the certificate against (default: the host)")
+	f.StringVar(&spec.ServerName, "server-name", "", "name to verify the certificate against (default: the host; chromium: only when reading the certificate for the SPKI hash)")
 	f.IntVar(&spec.Parallel, "parallel", 1, "requests in flight at once (h2/h3/quic: streams of one connection)")
 	f.IntVar(&spec.Conns, "conns", endpoint.DefaultConns, "h1/h1c/tcp: at most this many parallel connections (browser-like)")
 	f.IntVar(&spec.Repeat, "repeat", 1, "request the list of resources this many times")
@@ -139,9 +175,9 @@ A connection that negotiates another protocol than --proto is an error
 	f.DurationVar(&spec.HandshakeTimeout, "handshake-timeout", endpoint.DefaultHandshakeTimeout, "limit for connection establishment")
 	f.DurationVar(&spec.FirstByteTimeout, "first-byte-timeout", endpoint.DefaultFirstByteTimeout, "limit from request sent to first response byte")
 	f.DurationVar(&spec.IdleTimeout, "idle-timeout", endpoint.DefaultIdleTimeout, "limit without progress while sending or receiving a body")
-	f.DurationVar(&spec.Timeout, "timeout", endpoint.DefaultTimeout, "limit for the whole fetch")
+	f.DurationVar(&spec.Timeout, "timeout", endpoint.DefaultTimeout, "limit for the whole fetch (chromium: for each page load, default "+browser.DefaultTimeout.String()+")")
 	f.StringVar(&spec.CongestionControl, "cc", "", "TCP congestion control of the client's sockets (default: the system's)")
-	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format)")
+	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; chromium: its --ssl-key-log-file)")
 	f.StringVar(&spec.QlogDir, "qlog", "", "write a qlog file per QUIC connection into this directory")
 	f.BoolVar(&spec.NoQUICEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (QUIC PTO and congestion-event counts stay 0)")
 	return cmd
@@ -246,4 +282,239 @@ func printFetch(w io.Writer, spec endpoint.FetchSpec, res *endpoint.FetchResult)
 		fmt.Fprintf(w, ": %.2f Mbit/s", float64(res.Bytes+res.UploadBytes)*8/span.Seconds()/1e6)
 	}
 	fmt.Fprintf(w, "; client CPU %v user + %v system\n", res.CPU.ClientUser.Round(time.Microsecond), res.CPU.ClientSys.Round(time.Microsecond))
+}
+
+// Clients of quicbench fetch.
+const (
+	fetchClientBuiltin  = "builtin"
+	fetchClientChromium = "chromium"
+)
+
+// spkiDialTimeout bounds reading the server certificate for --client
+// chromium.
+const spkiDialTimeout = 10 * time.Second
+
+// builtinOnlyFetchFlags are the options of the built-in client that mean
+// nothing for a browser page load.
+var builtinOnlyFetchFlags = []string{
+	"parallel", "conns", "repeat", "upload", "warm", "resume", "0rtt", "verify",
+	"handshake-timeout", "first-byte-timeout", "idle-timeout", "cc", "qlog", "no-quic-events",
+}
+
+// chromiumFetch is what quicbench fetch --client chromium was asked.
+type chromiumFetch struct {
+	proto, addr, caFile, serverName, spki, keyLog string
+	args                                          []string
+	insecure, jsonOut                             bool
+	timeout                                       time.Duration
+}
+
+// fetchChromium loads each page in a fresh headless Chromium and prints
+// what it measured.
+func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
+	const hint = "see quicbench fetch --help (--client chromium)"
+	switch o.proto {
+	case model.ProtoH1, model.ProtoH1C, model.ProtoH2, model.ProtoH3:
+	default:
+		return Usage(fmt.Errorf("--client chromium --proto %s: a browser loads pages over h1, h1c, h2 or h3, not raw %s streams", o.proto, o.proto),
+			"use the built-in client (--client builtin) for tcp and quic")
+	}
+	for _, name := range builtinOnlyFetchFlags {
+		if cmd.Flags().Changed(name) {
+			return Usage(fmt.Errorf("--%s does not apply to --client chromium: the browser loads each page once, cold, as it would", name), hint)
+		}
+	}
+	if o.caFile != "" && o.insecure {
+		return Usage(errors.New("--ca and --insecure exclude each other"), "give the server's CA, or skip verification")
+	}
+	if o.spki != "" && (o.caFile != "" || o.insecure) {
+		return Usage(errors.New("--spki excludes --ca and --insecure: with --spki the certificate is not read from the server"), hint)
+	}
+	if err := checkSPKIList(o.spki); err != nil {
+		return Usage(fmt.Errorf("--spki: %w", err), "the base64 SHA-256 of the certificate's SubjectPublicKeyInfo, as quicbench serve prints it")
+	}
+	addr, paths, err := fetchTargets(o.addr, o.args)
+	if err != nil {
+		return Usage(err, "give URLs on one server, or paths with --addr HOST:PORT")
+	}
+	scheme := "https"
+	if o.proto == model.ProtoH1C {
+		scheme = "http"
+	}
+	opts := browser.Options{Protocol: o.proto, SPKIHash: o.spki, DisableCache: true}
+	if cmd.Flags().Changed("timeout") {
+		if o.timeout <= 0 {
+			return Usage(fmt.Errorf("--timeout %v: want a positive duration", o.timeout), hint)
+		}
+		opts.Timeout = o.timeout
+	}
+	if o.keyLog != "" {
+		abs, err := filepath.Abs(o.keyLog)
+		if err == nil {
+			var f *os.File
+			if f, err = os.OpenFile(abs, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err == nil {
+				err = f.Close()
+			}
+		}
+		if err != nil {
+			return Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
+		}
+		opts.ExtraArgs = append(opts.ExtraArgs, "--ssl-key-log-file="+abs)
+	}
+	var roots *x509.CertPool
+	if o.caFile != "" {
+		pem, err := os.ReadFile(o.caFile)
+		if err != nil {
+			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
+		}
+		if roots, err = certs.PoolFromPEM(pem); err != nil {
+			return Usage(fmt.Errorf("--ca %s: %w", o.caFile, err), "the CA file written by quicbench serve --ca-out")
+		}
+	}
+
+	ctx := cmd.Context()
+	if opts.SPKIHash == "" && o.proto != model.ProtoH1C {
+		serverName := o.serverName
+		if serverName == "" {
+			serverName, _, _ = net.SplitHostPort(addr)
+		}
+		conf := &tls.Config{RootCAs: roots, ServerName: serverName, InsecureSkipVerify: o.insecure} //nolint:gosec // explicit user choice (--insecure)
+		if opts.SPKIHash, err = serverSPKI(ctx, addr, o.proto, conf); err != nil {
+			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("reading the server certificate for Chromium's SPKI pin: %w", err),
+				Hint: "give --ca FILE (quicbench serve --ca-out), --insecure, or --spki HASH (printed by quicbench serve)"}
+		}
+	}
+
+	var errs []error
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	for i, p := range paths {
+		opts.URL = scheme + "://" + addr + p
+		res, err := browser.Load(ctx, opts)
+		if errors.Is(err, browser.ErrNoBrowser) {
+			return &ExitError{Code: ExitEnv, Err: err, Hint: "install Chromium (e.g. apt-get install chromium)"}
+		}
+		if res == nil && err != nil && strings.HasPrefix(err.Error(), "browser: option ") {
+			return Usage(err, hint)
+		}
+		if res != nil && res.Status >= 400 {
+			// Like the built-in client: an error page is no measurement.
+			err = errors.Join(err, fmt.Errorf("chromium %s %s: unexpected status %d", o.proto, opts.URL, res.Status))
+		}
+		if o.jsonOut {
+			var jerr error
+			if res != nil {
+				out := struct {
+					*browser.Result
+					Error string `json:"error,omitempty"`
+				}{Result: res}
+				if err != nil {
+					out.Error = err.Error()
+				}
+				jerr = enc.Encode(out)
+			} else {
+				jerr = enc.Encode(struct {
+					URL   string
+					Error string `json:"error"`
+				}{opts.URL, err.Error()})
+			}
+			if jerr != nil {
+				return jerr
+			}
+		} else {
+			if i > 0 {
+				fmt.Fprintln(env.Stdout)
+			}
+			printChromiumLoad(env.Stdout, o.proto, opts.URL, res, err)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkSPKIList checks a comma-separated list of base64 SHA-256 digests.
+func checkSPKIList(list string) error {
+	if list == "" {
+		return nil
+	}
+	for i, h := range strings.Split(list, ",") {
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(h))
+		if err != nil || len(raw) != sha256.Size {
+			return fmt.Errorf("entry %d %q is not a base64 SHA-256 digest", i+1, h)
+		}
+	}
+	return nil
+}
+
+// serverSPKI reads the server's leaf certificate with one TLS handshake
+// (over QUIC for h3, the listener Chromium will use; TLS over TCP
+// otherwise) and returns its SPKI hash for Chromium's pin list.
+func serverSPKI(ctx context.Context, addr, proto string, conf *tls.Config) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, spkiDialTimeout)
+	defer cancel()
+	var certs []*x509.Certificate
+	if proto == model.ProtoH3 {
+		conf.NextProtos = []string{h3.ALPN}
+		c, err := h3.PeerCertificates(ctx, addr, conf)
+		if err != nil {
+			return "", fmt.Errorf("QUIC handshake with %s: %w", addr, err)
+		}
+		certs = c
+	} else {
+		conf.NextProtos = []string{"h2", "http/1.1"}
+		d := tls.Dialer{Config: conf}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return "", fmt.Errorf("TLS handshake with %s: %w", addr, err)
+		}
+		certs = c.(*tls.Conn).ConnectionState().PeerCertificates
+		_ = c.Close()
+	}
+	if len(certs) == 0 {
+		return "", fmt.Errorf("%s sent no certificate", addr)
+	}
+	return browser.SPKIHash(certs[0]), nil
+}
+
+// printChromiumLoad prints one page load of --client chromium: the
+// document's connection, the page timings and every resource with its
+// protocol (marking those that used another one than proto).
+func printChromiumLoad(w io.Writer, proto, pageURL string, res *browser.Result, err error) {
+	if res == nil {
+		fmt.Fprintf(w, "chromium %s %s: failed: %v\n", proto, pageURL, err)
+		return
+	}
+	n := res.Negotiated
+	fmt.Fprintf(w, "chromium %s %s (%s)", proto, res.URL, res.Version)
+	if res.Status != 0 {
+		fmt.Fprintf(w, ": status %d", res.Status)
+	}
+	if n.ALPN != "" {
+		fmt.Fprintf(w, ", ALPN %q %s %s %s", n.ALPN, n.HTTPVersion, n.TLSVersion, n.Cipher)
+	}
+	fmt.Fprintln(w)
+	d := func(v time.Duration) string { return ms(int64(v)) }
+	fmt.Fprintf(w, "TTFB %s ms, DOMContentLoaded %s ms, load %s ms, FCP %s ms, LCP %s ms\n\n",
+		d(res.TTFB), d(res.DOMContentLoaded), d(res.Load), d(res.FCP), d(res.LCP))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tprotocol\tstart ms\tresponse ms\tend ms\tbytes\tresource")
+	nsMs := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/1e6) }
+	for i, r := range res.Resources {
+		p := r.Protocol
+		if p == "" {
+			p = "(none)"
+		}
+		if r.Protocol != res.Protocol {
+			p += " (want " + res.Protocol + ")"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\n", i, p, nsMs(r.Start), nsMs(r.TTFB), nsMs(r.End), r.Bytes, r.Name)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "\n%d resources, %d bytes transferred (%d body bytes), wall %v\n",
+		len(res.Resources), res.TransferBytes, res.BodyBytes, res.Wall.Round(time.Microsecond))
 }
