@@ -54,6 +54,10 @@ type Options struct {
 	// RunWarnings are validity warnings about the whole run (the store keeps
 	// them apart from the samples'); they are listed with the others.
 	RunWarnings []string
+	// Browser is the browser that took the run's chromium samples (product
+	// and version, as the store keeps it: store.DB.RunBrowser); shown with
+	// the environment when set.
+	Browser string
 }
 
 func (o Options) withDefaults(ds *model.Dataset) Options {
@@ -248,7 +252,7 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 	}
 	pg.Failures, pg.Warnings = validity(an)
 	pg.RunWarnings = opts.RunWarnings
-	pg.Env = envRows(run)
+	pg.Env = envRows(ds, opts)
 	c := an.Config
 	pg.StatsCfg = []kv{
 		{"confidence level", fmt.Sprintf("%g", c.Level)},
@@ -274,7 +278,8 @@ func protoRank(p string) int {
 	return len(model.Protocols)
 }
 
-func envRows(run model.Run) []kv {
+func envRows(ds *model.Dataset, opts Options) []kv {
+	run := ds.Run
 	e := run.Env
 	rows := []kv{
 		{"plan", orDash(run.PlanName)},
@@ -288,10 +293,47 @@ func envRows(run model.Run) []kv {
 		{"host", orDash(e.Hostname)},
 		{"TCP congestion control (client / server)", orDash(e.CCClient) + " / " + orDash(e.CCServer)},
 	}
+	if opts.Browser != "" {
+		rows = append(rows, kv{"Chromium", opts.Browser})
+	}
+	if o, ok := sampleOverhead(ds); ok {
+		rows = append(rows, kv{"per-sample overhead (p50 / p95 / max)", o.String()})
+	}
 	for _, k := range slices.Sorted(maps.Keys(e.Sysctls)) {
 		rows = append(rows, kv{"sysctl " + k, e.Sysctls[k]})
 	}
 	return rows
+}
+
+// overheadSummary is the distribution of the runner's per-sample overhead
+// (the time a sample cost outside its measured part, docs/metrics.md).
+type overheadSummary struct {
+	P50, P95, Max time.Duration
+	N             int
+}
+
+func (o overheadSummary) String() string {
+	r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+	return fmt.Sprintf("%s / %s / %s over %d samples", r(o.P50), r(o.P95), r(o.Max), o.N)
+}
+
+// sampleOverhead summarises the stored overhead of every sample of the run
+// (warm-ups, failed and invalid ones included: each cost its overhead), by
+// nearest rank; ok is false when the run has no sample.
+func sampleOverhead(ds *model.Dataset) (overheadSummary, bool) {
+	if len(ds.Samples) == 0 {
+		return overheadSummary{}, false
+	}
+	d := make([]time.Duration, len(ds.Samples))
+	for i, s := range ds.Samples {
+		d[i] = s.Overhead
+	}
+	slices.Sort(d)
+	rank := func(q float64) time.Duration {
+		i := int(math.Ceil(q*float64(len(d)))) - 1
+		return d[max(0, min(i, len(d)-1))]
+	}
+	return overheadSummary{P50: rank(0.5), P95: rank(0.95), Max: d[len(d)-1], N: len(d)}, true
 }
 
 // validity lists the failed and invalid samples per cell with their causes,

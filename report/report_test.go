@@ -61,7 +61,8 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func goldenOpts() Options {
-	return Options{Source: "results.db", MaxGroupCharts: 2, RunWarnings: []string{"machine has only 2 CPUs: client, server and emulator share them"}}
+	return Options{Source: "results.db", MaxGroupCharts: 2, RunWarnings: []string{"machine has only 2 CPUs: client, server and emulator share them"},
+		Browser: "Chrome/156.0.8078.79"}
 }
 
 func renderHTML(t testing.TB, ds *model.Dataset, opts Options) []byte {

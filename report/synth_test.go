@@ -71,7 +71,8 @@ func (b *builder) add(cs cellSpec, proto string, n int, value func(i int) float6
 	for i := -1; i < n; i++ {
 		b.sampID++
 		s := model.Sample{ID: b.sampID, CellID: b.cellID, Iteration: i, Warmup: i < 0, Seed: uint64(1000 + i),
-			Started: b.ds.Run.Started.Add(time.Duration(b.sampID) * time.Second), Wall: time.Second, Status: model.StatusOK}
+			Started: b.ds.Run.Started.Add(time.Duration(b.sampID) * time.Second), Wall: time.Second, Status: model.StatusOK,
+			Overhead: time.Duration(b.sampID%20+1) * 1700 * time.Microsecond}
 		v := value(max(i, 0))
 		if math.IsNaN(v) {
 			s.Status, s.Error = model.StatusFailed, "timeout after 30s waiting for the response body"

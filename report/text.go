@@ -40,6 +40,9 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "quicbench: %s, run %d (%s), seed %d: %d valid samples, %d failed or invalid\n",
 		termSafe(orDash(run.PlanName)), run.ID, termSafe(orDash(run.Status)), run.Seed, counted, failed)
+	if o, ok := sampleOverhead(ds); ok {
+		fmt.Fprintf(ew, "Per-sample overhead (outside the measured part) p50 / p95 / max: %s\n", o)
+	}
 	c := an.Config
 	fmt.Fprintf(ew, "Medians per protocol. Verdict: Mann-Whitney U, Holm-corrected over %d comparisons, alpha %g. Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
 		len(an.Comparisons), c.Alpha, 100*c.Margin, 100*c.Share)

@@ -1,12 +1,15 @@
 package runner_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/store"
 )
 
 // The quick plan's page test, loaded by headless Chromium and by the
@@ -48,6 +51,16 @@ func TestChromiumUsesTheProtocolAskedFor(t *testing.T) {
 	runPlan(t, p, db, 0)
 	ds := load(t, db)
 	checkComplete(t, ds)
+	// the environment names the browser
+	st, err := store.OpenExisting(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := st.RunBrowser(context.Background(), ds.Run.ID)
+	st.Close()
+	if err != nil || !strings.Contains(b, "Chrome/") {
+		t.Errorf("stored browser %q, %v; want Chrome/<version>", b, err)
+	}
 	cells := map[int64]model.Cell{}
 	for _, c := range ds.Cells {
 		cells[c.ID] = c

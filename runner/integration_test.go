@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,6 +123,7 @@ func TestRunPairsAndResumes(t *testing.T) {
 	if sum.Complete || sum.Taken != 9 {
 		t.Fatalf("partial run: %+v", sum)
 	}
+	checkEnv(t, load(t, db).Run.Env)
 	exe, _ := os.Executable()
 	sum, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
 	if err != nil {
@@ -132,6 +134,18 @@ func TestRunPairsAndResumes(t *testing.T) {
 	}
 	ds := load(t, db)
 	checkComplete(t, ds)
+	// The environment is stored, with the largest socket buffer limits the
+	// run used: the delayed scenario needs more than the 16 MiB minimum.
+	checkEnv(t, ds.Run.Env)
+	for _, k := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} {
+		f := strings.Fields(ds.Run.Env.Sysctls[k])
+		if len(f) != 3 {
+			t.Fatalf("sysctl %s = %q", k, ds.Run.Env.Sysctls[k])
+		}
+		if n, err := strconv.Atoi(f[2]); err != nil || n <= 16<<20 {
+			t.Errorf("sysctl %s = %q: the grown maximum of the delayed links is not recorded", k, ds.Run.Env.Sysctls[k])
+		}
+	}
 	// Every protocol of an iteration of a group met the same seed, and the
 	// negotiated protocol matches the cell's.
 	cells := map[int64]model.Cell{}
@@ -160,6 +174,20 @@ func TestRunPairsAndResumes(t *testing.T) {
 	// Resuming a complete run is refused with a reason.
 	if _, err := runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe}); err == nil || !strings.Contains(err.Error(), "already complete") {
 		t.Fatalf("resume of a complete run: %v", err)
+	}
+}
+
+// checkEnv asserts that the testbed's part of a stored environment is
+// there: congestion controls and the sysctls with the buffer limits.
+func checkEnv(t *testing.T, env model.Environment) {
+	t.Helper()
+	if !strings.HasPrefix(env.CCClient, "cubic") || !strings.HasPrefix(env.CCServer, "cubic") {
+		t.Errorf("stored congestion control: client %q, server %q", env.CCClient, env.CCServer)
+	}
+	for _, k := range []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_congestion_control"} {
+		if env.Sysctls[k] == "" {
+			t.Errorf("stored sysctls lack %s: %v", k, env.Sysctls)
+		}
 	}
 }
 
@@ -333,23 +361,36 @@ func TestResumeRefusesOtherSoftware(t *testing.T) {
 	}
 	db := filepath.Join(t.TempDir(), "v.db")
 	runPlan(t, p, db, 2)
-	raw, err := sql.Open("sqlite", db)
-	if err != nil {
-		t.Fatal(err)
+	setQuicGo := func(v string) (was string) {
+		t.Helper()
+		raw, err := sql.Open("sqlite", db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		if err := raw.QueryRow(`SELECT quic_go_version FROM runs`).Scan(&was); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := raw.Exec(`UPDATE runs SET quic_go_version = ?`, v); err != nil {
+			t.Fatal(err)
+		}
+		return was
 	}
-	if _, err := raw.Exec(`UPDATE runs SET quic_go_version = 'v0.1.0'`); err != nil {
-		t.Fatal(err)
-	}
-	raw.Close()
+	orig := setQuicGo("v0.1.0")
 	exe, _ := os.Executable()
 	_, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
 	if err == nil || !strings.Contains(err.Error(), "quic-go version changed") {
 		t.Fatalf("resume after a quic-go change: got %v, want a refusal naming the quic-go version", err)
 	}
-	// and a different plan given with --resume is refused too
-	other, _ := plan.Parse("other.yaml", []byte(strings.Replace(smallPlan, "iterations: 4", "iterations: 5", 1)))
+	// With the software as it was, a different plan given with --resume is
+	// refused for what it is.
+	setQuicGo(orig)
+	other, err := plan.Parse("other.yaml", []byte(strings.Replace(smallPlan, "iterations: 4", "iterations: 5", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe, Plan: other})
-	if err == nil || !strings.Contains(err.Error(), "cannot resume") {
-		t.Fatalf("resume with another plan: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "the plan given differs from the plan the run was started with") {
+		t.Fatalf("resume with another plan: got %v, want a refusal naming the plan change", err)
 	}
 }

@@ -10,13 +10,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/internal/model"
@@ -98,6 +101,10 @@ type run struct {
 	siteDir string
 	sites   map[string]string // site parameter value -> served site name
 	cc      string            // congestion control the endpoints were started with
+	// tbSysctls are the testbed's sysctls when the environment was last
+	// recorded (recordEnv).
+	tbSysctls map[string]string
+	overhead  overheadMeter
 }
 
 func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
@@ -308,14 +315,12 @@ func (r *run) setup(ctx context.Context) error {
 		return fmt.Errorf("testbed: %w", err)
 	}
 	r.tb = tb
-	env := r.runRec.Env
-	// The endpoints set the cell's congestion control on every TCP socket
-	// (TCP_CONGESTION); the namespaces' default may differ where the host
-	// restricts it (tcp_allowed_congestion_control): record both.
-	env.CCClient = cc + " (per socket; namespace default " + tb.DefaultCC() + ")"
-	env.CCServer = env.CCClient
-	env.Sysctls = tb.Sysctls()
-	r.runRec.Env = env
+	if err := r.recordEnv(ctx, true); err != nil {
+		return err
+	}
+	if err := r.recordBrowser(ctx); err != nil {
+		return err
+	}
 	if err := r.prepareSites(); err != nil {
 		return err
 	}
@@ -323,6 +328,147 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// recordEnv stores the parts of the run's environment that the testbed
+// determines: the congestion controls and the sysctls. It runs once the
+// testbed is built (first set; for a resumed run this merges with what the
+// earlier invocations stored) and after every link change, because the
+// socket buffer limits grow when a link needs more: the stored values are
+// the largest the run used. It writes only when something changed.
+func (r *run) recordEnv(ctx context.Context, first bool) error {
+	cur := r.tb.Sysctls()
+	if !first && maps.Equal(cur, r.tbSysctls) {
+		return nil
+	}
+	r.tbSysctls = cur
+	env := r.runRec.Env
+	// The endpoints set each cell's congestion control on every TCP socket
+	// (TCP_CONGESTION); the namespaces' default may differ where the host
+	// restricts it (tcp_allowed_congestion_control): record both.
+	cc := ccDescription(r.cells, r.tb.DefaultCC())
+	var notes []string
+	if first && env.CCClient != "" && env.CCClient != cc {
+		notes = append(notes, fmt.Sprintf("TCP congestion control changed when the run was resumed (%q for the earlier samples, %q for later ones)", env.CCClient, cc))
+	}
+	env.CCClient, env.CCServer = cc, cc
+	var more []string
+	env.Sysctls, more = mergeSysctls(env.Sysctls, cur)
+	notes = append(notes, more...)
+	if env.CCClient == r.runRec.Env.CCClient && env.CCServer == r.runRec.Env.CCServer && maps.Equal(env.Sysctls, r.runRec.Env.Sysctls) {
+		return nil
+	}
+	for _, n := range notes {
+		if err := r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, n); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	if err := r.db.UpdateRunEnv(context.WithoutCancel(ctx), r.runRec.ID, env); err != nil {
+		return err
+	}
+	r.runRec.Env = env
+	return nil
+}
+
+// recordBrowser stores the product and version of the Chromium that takes
+// the run's chromium samples. The agent starts Chromium the same way (the
+// same binary search, the same DevTools version call), inside the client
+// namespace; a resumed run refuses another version than the one its earlier
+// samples were taken with.
+func (r *run) recordBrowser(ctx context.Context) error {
+	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return c.Client == model.ClientChromium }) {
+		return nil
+	}
+	v, err := chromiumVersion(ctx)
+	if err != nil {
+		// The chromium samples will fail with the cause; the run goes on.
+		return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the Chromium version could not be read: "+err.Error())
+	}
+	old, err := r.db.RunBrowser(ctx, r.runRec.ID)
+	if err != nil {
+		return err
+	}
+	if old != "" && old != v {
+		return fmt.Errorf("cannot resume %s: the browser changed (%q when the run started, %q now): samples would not be comparable", r.opts.DB, old, v)
+	}
+	if old == v {
+		return nil
+	}
+	return r.db.SetRunBrowser(context.WithoutCancel(ctx), r.runRec.ID, v)
+}
+
+// chromiumVersion starts headless Chromium as the agent does (no page
+// loaded) and returns its DevTools product string.
+func chromiumVersion(ctx context.Context) (string, error) {
+	s, err := browser.NewSession(ctx, browser.Options{Protocol: model.ProtoH2})
+	if err != nil {
+		return "", err
+	}
+	v := s.Version()
+	_ = s.Close() // kills what is left of it; the version is read
+	return v, nil
+}
+
+// ccDescription describes the congestion controls of the run's TCP sockets:
+// each cell's, set per socket, in plan order, and the namespaces' default.
+func ccDescription(cells []model.Cell, nsDefault string) string {
+	var ccs []string
+	for _, c := range cells {
+		if c.CC != "" && !slices.Contains(ccs, c.CC) {
+			ccs = append(ccs, c.CC)
+		}
+	}
+	what := "per socket"
+	if len(ccs) > 1 {
+		what = "per socket, each cell's"
+	}
+	return strings.Join(ccs, ", ") + " (" + what + "; namespace default " + nsDefault + ")"
+}
+
+// bufferSysctls are the sysctls whose value is a "min default max" triple
+// that a testbed raises when a link needs bigger socket buffers.
+var bufferSysctls = []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"}
+
+// mergeSysctls merges the sysctls a testbed applies now (cur) into those
+// recorded so far (old: earlier links, or an earlier invocation of a
+// resumed run). Socket buffer limits keep the triple with the largest
+// maximum, so the record shows the largest limits any sample had; any
+// other value that changed takes the current value and is described in a
+// note (a run-level warning: samples before and after differ).
+func mergeSysctls(old, cur map[string]string) (map[string]string, []string) {
+	out := make(map[string]string, len(cur)+len(old))
+	maps.Copy(out, old)
+	var notes []string
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		v := cur[k]
+		was, ok := old[k]
+		switch {
+		case !ok || was == v:
+			out[k] = v
+		case slices.Contains(bufferSysctls, k):
+			if tripleMax(v) > tripleMax(was) {
+				out[k] = v
+			}
+		default:
+			out[k] = v
+			notes = append(notes, fmt.Sprintf("sysctl %s changed during the run (%q for the earlier samples, %q for later ones)", k, was, v))
+		}
+	}
+	return out, notes
+}
+
+// tripleMax is the last field of a "min default max" sysctl value (-1 if it
+// is not a number).
+func tripleMax(v string) int64 {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return -1
+	}
+	n, err := strconv.ParseInt(f[len(f)-1], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // prepareSites generates the built-in sites the plan uses and maps user

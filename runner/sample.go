@@ -16,6 +16,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/workload"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Validity thresholds.
@@ -81,7 +82,7 @@ func sortedValues(m map[string]string) []string {
 // measurement is a stored sample, not an error.
 func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	c := step.Cell
-	t0 := time.Now()
+	r.overhead.start()
 	if c.CC != r.cc {
 		// A new congestion control applies to new listening sockets: restart
 		// the server with it (only at cell group boundaries).
@@ -97,6 +98,9 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	}
 	if err := r.tb.SetLink(up, down, step.Seed); err != nil {
 		return nil, fmt.Errorf("set link for %s: %w", c.Key, err)
+	}
+	if err := r.recordEnv(ctx, false); err != nil {
+		return nil, fmt.Errorf("store the run's environment: %w", err)
 	}
 	s := &model.Sample{
 		CellID: c.ID, Iteration: step.Iteration, Warmup: step.Warmup(), Order: step.Order,
@@ -202,13 +206,47 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Status = model.StatusFailed
 		s.Error = fmt.Sprintf("the test did not produce its primary metric %s", c.Metric)
 	}
-	s.Overhead = time.Since(t0) - s.Wall
+	s.Overhead = r.overhead.storing(s.Wall)
 	if err := r.db.InsertSample(context.WithoutCancel(ctx), s); err != nil {
 		return nil, fmt.Errorf("store sample: %w", err)
 	}
-	// storing is part of the overhead; record the final figure in memory
-	s.Overhead = time.Since(t0) - s.Wall
 	return s, nil
+}
+
+// overheadMeter measures each sample's overhead: the time from the start
+// of storing the previous sample (for the first sample of an invocation,
+// from the start of the runner's work on it) to the start of storing this
+// one, minus the measured part. A sample cannot contain its own storing
+// (its overhead is stored with it), so it carries the previous sample's:
+// over a run every transaction but the last is counted, and nothing
+// between samples is left out.
+type overheadMeter struct {
+	now  func() time.Time // time.Now when nil
+	from time.Time        // start of storing the previous sample
+}
+
+func (m *overheadMeter) clock() time.Time {
+	if m.now != nil {
+		return m.now()
+	}
+	return time.Now()
+}
+
+// start marks the start of the runner's work on a sample; it only counts
+// for the first sample (afterwards the previous storing is the start).
+func (m *overheadMeter) start() {
+	if m.from.IsZero() {
+		m.from = m.clock()
+	}
+}
+
+// storing returns the overhead of a sample whose measured part took wall,
+// about to be stored, and starts the next sample's interval.
+func (m *overheadMeter) storing(wall time.Duration) time.Duration {
+	t := m.clock()
+	d := t.Sub(m.from) - wall
+	m.from = t
+	return d
 }
 
 // callAgent runs the request in the agent. For the cpu test it polls the
@@ -293,6 +331,12 @@ func validity(c *model.Cell, up, down spec.Link, s *model.Sample, res *workload.
 	}
 	check("up", up, s.LinkUp)
 	check("down", down, s.LinkDown)
+	if m := lossAnomaly("up", up.Loss, s.LinkUp); m != "" {
+		w = append(w, m)
+	}
+	if m := lossAnomaly("down", down.Loss, s.LinkDown); m != "" {
+		w = append(w, m)
+	}
 	if c.Protocol != model.ProtoH3 && c.Protocol != model.ProtoQUIC && c.Client == model.ClientBuiltin {
 		for i, t := range res.Transport {
 			if t.Kind == "tcp" && t.CongestionAlgo != "" && c.CC != "" && t.CongestionAlgo != c.CC {
@@ -324,4 +368,88 @@ func (r *run) serverStats(conns []endpoint.ConnRef) []model.TransportStats {
 		}
 	}
 	return out
+}
+
+// Loss fidelity check.
+const (
+	// lossCheckMinPackets is the least number of packets a direction must
+	// carry in a sample before its loss count is checked.
+	lossCheckMinPackets = 100
+	// lossCheckAlpha: a loss count outside the central 1-lossCheckAlpha
+	// (99.9%) interval of the binomial distribution is flagged, so about
+	// one direction in a thousand is flagged by chance alone.
+	lossCheckAlpha = 0.001
+)
+
+// lossAnomaly checks the packets the loss model dropped in one direction
+// of a sample (k.DropLoss) against the configured loss: with independent
+// losses of probability p over n packets, the count is binomial(n, p). A
+// count outside the central 99.9% interval means that the emulator did not
+// lose what was asked; the returned warning says so ("" if the count is
+// plausible, if fewer than lossCheckMinPackets packets were decided on, or
+// if the loss model is bursty, whose counts vary more than a binomial's).
+func lossAnomaly(dir string, l spec.Loss, k emu.Counters) string {
+	p, ok := independentLoss(l)
+	if !ok || k.DropOff > k.PacketsIn {
+		return ""
+	}
+	// The loss model decides every packet offered to the link except those
+	// dropped by a blackout first.
+	n := k.PacketsIn - k.DropOff
+	if n < lossCheckMinPackets {
+		return ""
+	}
+	lo, hi := binomialInterval(n, p, lossCheckAlpha)
+	if k.DropLoss >= lo && k.DropLoss <= hi {
+		return ""
+	}
+	return fmt.Sprintf("%s: the loss model dropped %d of %d packets (%.2f%%), outside the %g%% binomial interval [%d, %d] of the configured loss %g%%: the link did not lose what was asked",
+		dir, k.DropLoss, n, 100*float64(k.DropLoss)/float64(n), 100*(1-lossCheckAlpha), lo, hi, 100*p)
+}
+
+// independentLoss is the loss probability (0..1) of a loss model whose
+// packets are lost independently of each other; ok is false for models
+// with bursts (correlated random loss, Gilbert-Elliott with memory, the
+// 4-state model).
+func independentLoss(l spec.Loss) (p float64, ok bool) {
+	switch l.Model {
+	case spec.LossNone:
+		return 0, true
+	case spec.LossRandom:
+		return l.Percent / 100, l.Correlation == 0
+	case spec.LossGemodel:
+		if l.P == 0 {
+			return l.GoodLoss / 100, true // never leaves the good state
+		}
+		if l.GoodLoss == l.BadLoss {
+			return l.GoodLoss / 100, true // both states lose alike
+		}
+	}
+	return 0, false
+}
+
+// binomialInterval returns the central 1-alpha interval [lo, hi] of a
+// binomial(n, p) count: lo is the smallest k with P(X <= k) >= alpha/2, hi
+// the smallest k with P(X <= k) >= 1-alpha/2.
+func binomialInterval(n uint64, p, alpha float64) (lo, hi uint64) {
+	switch {
+	case p <= 0:
+		return 0, 0
+	case p >= 1:
+		return n, n
+	}
+	b := distuv.Binomial{N: float64(n), P: p}
+	quantile := func(q float64) uint64 {
+		a, z := uint64(0), n // the answer is in [a, z]
+		for a < z {
+			m := a + (z-a)/2
+			if b.CDF(float64(m)) >= q {
+				z = m
+			} else {
+				a = m + 1
+			}
+		}
+		return a
+	}
+	return quantile(alpha / 2), quantile(1 - alpha/2)
 }

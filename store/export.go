@@ -267,6 +267,15 @@ func concat(parts ...[]column) []column {
 	return out
 }
 
+// extraScan scans the columns a scan function knows, then extra ones
+// selected after them.
+type extraScan struct {
+	s     rowScanner
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.s.Scan(append(dest, e.extra...)...) }
+
 func (x exporter) runs() table {
 	t := table{cols: concat(
 		cols(false, colInt, "run_id"),
@@ -276,12 +285,13 @@ func (x exporter) runs() table {
 		cols(false, colText, "status", "version", "vcs_commit", "go_version", "quic_go_version",
 			"kernel", "cpu_model"),
 		cols(false, colInt, "cpus"),
-		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "plan_text"),
+		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser", "plan_text"),
 	)}
 	t.rows = func(emit func([]any) error) error {
-		return x.query(`SELECT `+runColumns+` FROM runs c WHERE (? = 0 OR c.id = ?) ORDER BY id`,
+		return x.query(`SELECT `+runColumns+`, browser FROM runs c WHERE (? = 0 OR c.id = ?) ORDER BY id`,
 			func(rows *sql.Rows) error {
-				r, err := scanRun(rows)
+				var browser string
+				r, err := scanRun(extraScan{rows, []any{&browser}})
 				if err != nil {
 					return err
 				}
@@ -292,7 +302,7 @@ func (x exporter) runs() table {
 				}
 				return emit([]any{r.ID, r.PlanName, r.PlanHash, r.Seed, r.Started, r.Finished, r.Status,
 					e.Version, e.Commit, e.GoVersion, e.QuicGoVersion, e.Kernel, e.CPUModel, int64(e.CPUs),
-					e.Hostname, e.CCClient, e.CCServer, sysctls, r.PlanText})
+					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, r.PlanText})
 			})
 	}
 	return t

@@ -70,6 +70,58 @@ func (db *DB) CreateRun(ctx context.Context, r *model.Run) error {
 	return nil
 }
 
+// UpdateRunEnv rewrites the parts of a run's environment that are only
+// known once its testbed is built, or that change while it runs: the TCP
+// congestion control of the client and server namespaces and the sysctls
+// (socket buffer limits grow when a link needs more). The software and
+// machine fields are written once, by CreateRun, and are left alone.
+func (db *DB) UpdateRunEnv(ctx context.Context, runID int64, env model.Environment) error {
+	sysctls := []byte("{}")
+	if env.Sysctls != nil {
+		var err error
+		if sysctls, err = json.Marshal(env.Sysctls); err != nil {
+			return fmt.Errorf("store: encoding sysctls: %w", err)
+		}
+	}
+	res, err := db.w.ExecContext(ctx, `UPDATE runs SET cc_client = ?, cc_server = ?, sysctls = ? WHERE id = ?`,
+		env.CCClient, env.CCServer, string(sysctls), runID)
+	if err != nil {
+		return fmt.Errorf("store: updating the environment of run %d: %w", runID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
+	}
+	return nil
+}
+
+// SetRunBrowser records the browser (product and version, e.g.
+// "Chrome/156.0.8078.79") that took the run's chromium samples.
+func (db *DB) SetRunBrowser(ctx context.Context, runID int64, browser string) error {
+	res, err := db.w.ExecContext(ctx, `UPDATE runs SET browser = ? WHERE id = ?`, browser, runID)
+	if err != nil {
+		return fmt.Errorf("store: updating the browser of run %d: %w", runID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n == 0 {
+		return fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
+	}
+	return nil
+}
+
+// RunBrowser returns the browser recorded by SetRunBrowser ("" if the run
+// took no chromium sample).
+func (db *DB) RunBrowser(ctx context.Context, runID int64) (string, error) {
+	var b string
+	err := db.r.QueryRowContext(ctx, `SELECT browser FROM runs WHERE id = ?`, runID).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
+	}
+	return b, err
+}
+
 // UpdateRunStatus sets a run's status and finish time (zero for none, e.g.
 // when a resumed run goes back to "running").
 func (db *DB) UpdateRunStatus(ctx context.Context, runID int64, status string, finished time.Time) error {

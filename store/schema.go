@@ -183,6 +183,10 @@ CREATE TABLE warnings (
 CREATE INDEX warnings_run ON warnings (run_id, sample_id);
 CREATE INDEX warnings_sample ON warnings (sample_id);
 `,
+	// 2: the browser of a run's chromium samples.
+	`
+ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/156.0.8078.79; '' without chromium samples
+`,
 }
 
 // migrate brings the schema up to the newest version in one transaction.

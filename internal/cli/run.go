@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -102,22 +103,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				opts.DB = out
 			}
 			sum, err := runner.Run(cmd.Context(), opts)
-			if sum != nil {
-				printRunSummary(env, opts.DB, sum)
-			}
-			if err != nil {
-				if errors.Is(err, runner.ErrInterrupted) {
-					return &ExitError{Code: ExitSignal, Err: err, Hint: "continue with: quicbench run --resume " + opts.DB}
-				}
-				return err
-			}
-			if jsonl || noReport {
-				return nil
-			}
-			if reportPath == "" {
-				reportPath = strings.TrimSuffix(opts.DB, filepath.Ext(opts.DB)) + ".html"
-			}
-			return writeReports(env, opts.DB, sum.RunID, reportPath, !quiet)
+			return finishRun(env, opts.DB, sum, err, finishFlags{report: reportPath, noReport: noReport, jsonl: jsonl, quiet: quiet})
 		},
 	}
 	f := cmd.Flags()
@@ -126,7 +112,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.StringVarP(&out, "out", "o", "", "database to create (default: PLAN.db)")
 	f.StringVar(&resume, "resume", "", "continue the interrupted run stored in this database")
 	f.Uint64Var(&seed, "seed", 0, "run seed (overrides the plan's)")
-	f.StringVar(&reportPath, "report", "", "HTML report to write at the end (default: the database name with .html)")
+	f.StringVar(&reportPath, "report", "", "HTML report to write at the end (default: the database name with .html; - for standard output)")
 	f.BoolVar(&noReport, "no-report", false, "do not write the HTML report or print the summary")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
 	f.BoolVar(&jsonl, "jsonl", false, "progress as JSON lines on stdout (for scripts)")
@@ -137,6 +123,39 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.IntVar(&maxSamples, "max-samples", 0, "stop after this many samples (the run stays resumable)")
 	_ = f.MarkHidden("max-samples")
 	return cmd
+}
+
+// finishFlags are the run command's flags that decide what is printed and
+// written once the runner returns.
+type finishFlags struct {
+	report          string // --report ("" for the default beside the database)
+	noReport, jsonl bool   // --no-report, --jsonl
+	quiet           bool   // --quiet
+}
+
+// finishRun reports the outcome of runner.Run (sum and err) on db: the run
+// summary on stderr and the terminal summary and HTML report, unless
+// --no-report (none of them) or --jsonl (the summary line only, stdout
+// carries the progress records).
+func finishRun(env *Env, db string, sum *runner.Summary, err error, f finishFlags) error {
+	if sum != nil && !f.noReport {
+		printRunSummary(env, db, sum)
+	}
+	if err != nil {
+		if errors.Is(err, runner.ErrInterrupted) {
+			return &ExitError{Code: ExitSignal, Err: err, Hint: "continue with: quicbench run --resume " + db}
+		}
+		return err
+	}
+	if f.jsonl || f.noReport {
+		return nil
+	}
+	path := f.report
+	if path == "" {
+		path = strings.TrimSuffix(db, filepath.Ext(db)) + ".html"
+	}
+	// The terminal summary goes to stdout, unless the HTML does.
+	return writeReports(env, db, sum.RunID, path, !f.quiet && path != "-")
 }
 
 func printRunSummary(env *Env, db string, s *runner.Summary) {
@@ -152,34 +171,39 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 	}
 }
 
-// writeReports prints the terminal summary and writes the HTML report.
+// writeReports prints the terminal summary (if text) and writes the HTML
+// report atomically ("-": to stdout), with the run-level warnings and the
+// browser version as quicbench report shows them.
 func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bool) error {
 	db, err := store.OpenExisting(dbPath)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	ds, err := db.LoadDataset(context0(), runID)
+	ctx := context0()
+	ds, err := db.LoadDataset(ctx, runID)
 	if err != nil {
 		return err
 	}
-	opts := report.Options{Source: dbPath}
+	warns, err := db.RunWarnings(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("loading the warnings of run %d from %s: %w", runID, dbPath, err)
+	}
+	browser, err := db.RunBrowser(ctx, runID)
+	if err != nil {
+		return err
+	}
+	opts := report.Options{Source: dbPath, RunWarnings: warns, Browser: browser}
 	if text {
 		if err := report.Text(env.Stdout, ds, opts); err != nil {
 			return err
 		}
 	}
-	f, err := os.Create(htmlPath)
-	if err != nil {
-		return err
+	err = writeOutput(env, htmlPath, func(w io.Writer) error { return report.HTML(w, ds, opts) })
+	if ee := (*ExitError)(nil); errors.As(err, &ee) && ee.Code == ExitUsage {
+		// The run is stored; only the report path was not writable (and
+		// -o names the database here).
+		ee.Hint = "the run is stored; write its report elsewhere with: quicbench report " + dbPath + " -o FILE"
 	}
-	if err := report.HTML(f, ds, opts); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(env.Stderr, "report: %s\n", htmlPath)
-	return nil
+	return err
 }

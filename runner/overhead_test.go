@@ -1,0 +1,28 @@
+package runner
+
+import (
+	"testing"
+	"time"
+)
+
+// A sample's overhead counts everything between the start of storing the
+// previous sample and the start of storing it, the measured part excepted:
+// the previous sample's storing is included.
+func TestOverheadIncludesStoring(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := overheadMeter{now: func() time.Time { return now }}
+	// first sample: 1 s of set-up, 7 s measured, 2 s of reading results
+	m.start()
+	now = now.Add(10 * time.Second)
+	if got := m.storing(7 * time.Second); got != 3*time.Second {
+		t.Fatalf("first sample: overhead %v, want 3s", got)
+	}
+	// storing it takes 2 s; the second sample: 1 s before and after its
+	// 5 s measured part
+	now = now.Add(2 * time.Second)
+	m.start()
+	now = now.Add(7 * time.Second)
+	if got := m.storing(5 * time.Second); got != 4*time.Second {
+		t.Fatalf("second sample: overhead %v, want 4s (2s storing the first + 2s around the measurement)", got)
+	}
+}
