@@ -137,7 +137,8 @@ func TestBrowserRendersReport(t *testing.T) {
 	// the comparison of two runs, in the same browser
 	cpath := filepath.Join(dir, "compare.html")
 	var cmp bytes.Buffer
-	if err := CompareHTML(&cmp, smallDataset(), secondRun(), Options{Source: "before.db", SourceB: "after.db"}); err != nil {
+	if err := CompareHTML(&cmp, smallDataset(), secondRun(), Options{Source: "before.db", SourceB: "after.db"},
+		RunNotes{Browser: "Chrome/156.0.8078.79"}, RunNotes{Browser: "Chrome/157.0.8100.12"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(cpath, cmp.Bytes(), 0o644); err != nil {

@@ -156,27 +156,46 @@ func crossClass(c *stats.Comparison) string {
 	return "ns"
 }
 
-func runLine(label, source string, r model.Run) string {
+// RunNotes is what the store keeps about a run outside its dataset. A
+// comparison takes one per run; Options.Browser and Options.RunWarnings,
+// which describe the single run of a report, are not used by it.
+type RunNotes struct {
+	Browser  string   // the browser of the run's chromium samples (store.DB.RunBrowser); "" for none
+	Warnings []string // validity warnings about the whole run (store.DB.RunWarnings)
+}
+
+func runLine(label, source string, r model.Run, n RunNotes) string {
 	s := fmt.Sprintf("%s: run %d of plan %s (%s, seed %d)", label, r.ID, orDash(r.PlanName), orDash(r.Status), r.Seed)
 	if source != "" {
 		s += " from " + source
 	}
+	if n.Browser != "" {
+		s += ", browser " + n.Browser
+	}
 	return s
 }
 
-// CompareText writes the comparison of two runs as aligned text: every cell
-// present in both (matched by key, or by key without the congestion control
-// when that is unique) with its medians, change from A to B, Holm-adjusted
-// p-value and verdict; then the protocol comparisons of both runs side by
-// side.
-func CompareText(w io.Writer, a, b *model.Dataset, opts Options) error {
+// CompareText writes the comparison of two runs as aligned text: the runs
+// with their run-level warnings, then every cell present in both (matched
+// by key, or by key without the congestion control when that is unique)
+// with its medians, change from A to B, Holm-adjusted p-value and verdict;
+// then the protocol comparisons of both runs side by side.
+func CompareText(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes) error {
 	d, opts, err := diffRuns(a, b, opts)
 	if err != nil {
 		return err
 	}
 	ew := &errWriter{w: w}
-	fmt.Fprintln(ew, termSafe(runLine(labelA, opts.Source, a.Run)))
-	fmt.Fprintln(ew, termSafe(runLine(labelB, opts.SourceB, b.Run)))
+	fmt.Fprintln(ew, termSafe(runLine(labelA, opts.Source, a.Run, na)))
+	fmt.Fprintln(ew, termSafe(runLine(labelB, opts.SourceB, b.Run, nb)))
+	for _, side := range []struct {
+		label string
+		n     RunNotes
+	}{{labelA, na}, {labelB, nb}} {
+		for _, msg := range side.n.Warnings {
+			fmt.Fprintf(ew, "%s: warning about the whole run: %s\n", side.label, termSafe(msg))
+		}
+	}
 	fmt.Fprintf(ew, "Matched %d cells (%d ignoring congestion control); only in A: %d; only in B: %d. Verdict: Mann-Whitney U, Holm over %d cells, alpha %g.\n\n",
 		len(d.matches), d.loose, len(d.onlyA), len(d.onlyB), len(d.matches), d.anA.Config.Alpha)
 	rows := [][]string{{"TEST", "CONFIGURATION", "PROTOCOL", "MEDIAN A", "MEDIAN B", "CHANGE", "P(HOLM)", "VERDICT"}}
@@ -269,10 +288,11 @@ type runRow struct {
 
 // CompareHTML writes the comparison of two runs (for example before and
 // after a stack upgrade, or cubic against bbr) as one self-contained HTML
-// document: how the runs differ, each matched cell's change from A to B
-// with its significance, bar charts of both runs, and the protocol verdicts
-// of both runs side by side.
-func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options) error {
+// document: how the runs differ (with their browsers, per-sample overheads
+// and run-level warnings), each matched cell's change from A to B with its
+// significance, bar charts of both runs, and the protocol verdicts of both
+// runs side by side.
+func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes) error {
 	d, opts, err := diffRuns(a, b, opts)
 	if err != nil {
 		return err
@@ -285,12 +305,11 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options) error {
 	pg.Legend = []swatchView{{Name: "A", Color: template.CSS("background:" + categorical[0])}, {Name: "B", Color: template.CSS("background:" + categorical[1])}}
 	pg.Rule = fmt.Sprintf("Each cell of run B is compared with the same cell of run A: two-sided Mann-Whitney U test, p-values Holm-corrected over the %d matched cells, significant below α = %g. Samples are paired only when the two runs used the same emulator seeds.",
 		len(d.matches), d.anA.Config.Alpha)
-	rowsEnv := func(k string, f func(model.Run) string) {
-		va, vb := f(a.Run), f(b.Run)
+	pair := func(k, va, vb string) {
 		pg.Runs = append(pg.Runs, runRow{K: k, A: va, B: vb, Differs: va != vb})
 	}
-	rowsEnv("source", func(model.Run) string { return "" })
-	pg.Runs[0] = runRow{K: "source", A: orDash(opts.Source), B: orDash(opts.SourceB), Differs: opts.Source != opts.SourceB}
+	rowsEnv := func(k string, f func(model.Run) string) { pair(k, f(a.Run), f(b.Run)) }
+	pair("source", orDash(opts.Source), orDash(opts.SourceB))
 	rowsEnv("run", func(r model.Run) string { return fmt.Sprintf("%d (%s)", r.ID, orDash(r.Status)) })
 	rowsEnv("plan", func(r model.Run) string { return orDash(r.PlanName) })
 	rowsEnv("plan hash", func(r model.Run) string { return orDash(r.PlanHash) })
@@ -302,6 +321,20 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options) error {
 	rowsEnv("kernel", func(r model.Run) string { return orDash(r.Env.Kernel) })
 	rowsEnv("CPU", func(r model.Run) string { return fmt.Sprintf("%s × %d", orDash(r.Env.CPUModel), r.Env.CPUs) })
 	rowsEnv("TCP congestion control", func(r model.Run) string { return orDash(r.Env.CCClient) + " / " + orDash(r.Env.CCServer) })
+	if na.Browser != "" || nb.Browser != "" {
+		pair("Chromium", orDash(na.Browser), orDash(nb.Browser))
+	}
+	overhead := func(ds *model.Dataset) string {
+		if o, ok := sampleOverhead(ds); ok {
+			return o.String()
+		}
+		return "–"
+	}
+	pair("per-sample overhead (p50 / p95 / max)", overhead(a), overhead(b))
+	if len(na.Warnings) > 0 || len(nb.Warnings) > 0 {
+		warns := func(ws []string) string { return orDash(strings.Join(ws, "; ")) }
+		pair("warnings about the whole run", warns(na.Warnings), warns(nb.Warnings))
+	}
 
 	for _, p := range d.pairs {
 		pr := pairRow{Test: p.a.A.Cell.Test, Group: cellLabel(p.a.A.Cell), Pair: pairName(p.a),

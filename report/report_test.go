@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quicbench/quicbench/internal/model"
 )
@@ -216,21 +217,33 @@ func secondRun() *model.Dataset {
 
 func TestCompareGolden(t *testing.T) {
 	a, b := smallDataset(), secondRun()
+	for i := range b.Samples {
+		b.Samples[i].Overhead = time.Duration(i+1) * time.Millisecond
+	}
 	opts := Options{Source: "before.db", SourceB: "after.db"}
+	na := RunNotes{Browser: "Chrome/156.0.8078.79"}
+	nb := RunNotes{Browser: "Chrome/157.0.8100.12", Warnings: []string{"machine has only 2 CPUs", "clock <jumped>"}}
 	var h, txt bytes.Buffer
-	if err := CompareHTML(&h, a, b, opts); err != nil {
+	if err := CompareHTML(&h, a, b, opts, na, nb); err != nil {
 		t.Fatal(err)
 	}
-	if err := CompareText(&txt, a, b, opts); err != nil {
+	if err := CompareText(&txt, a, b, opts, na, nb); err != nil {
 		t.Fatal(err)
 	}
 	ht, tt := h.String(), txt.String()
-	for _, want := range []string{"B faster", "only in A: baseline/cpu/size=700MB/h2/builtin/cubic", "only in B: baseline/cpu/size=700MB/h1/builtin/cubic", "(2 ignoring congestion control)"} {
+	for _, want := range []string{"B faster", "only in A: baseline/cpu/size=700MB/h2/builtin/cubic", "only in B: baseline/cpu/size=700MB/h1/builtin/cubic", "(2 ignoring congestion control)",
+		"from after.db, browser Chrome/157.0.8100.12\n", "B: warning about the whole run: clock <jumped>\n"} {
 		if !strings.Contains(tt, want) {
 			t.Errorf("compare text lacks %q", want)
 		}
 	}
-	for _, want := range []string{`<td class="v b">B faster</td>`, `(cc differs)`, `v0.66.0`, `<tr class="differs"><th>quic-go</th>`} {
+	overA, _ := sampleOverhead(a)
+	nB := len(b.Samples)
+	overB := fmt.Sprintf("%dms / %dms / %dms over %d samples", (nB+1)/2, (95*nB+99)/100, nB, nB)
+	for _, want := range []string{`<td class="v b">B faster</td>`, `(cc differs)`, `v0.66.0`, `<tr class="differs"><th>quic-go</th>`,
+		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>Chrome/157.0.8100.12</td></tr>`,
+		`<tr class="differs"><th>per-sample overhead (p50 / p95 / max)</th><td>` + overA.String() + `</td><td>` + overB + `</td></tr>`,
+		`<th>warnings about the whole run</th><td>–</td><td>machine has only 2 CPUs; clock &lt;jumped&gt;</td></tr>`} {
 		if !strings.Contains(ht, want) {
 			t.Errorf("compare HTML lacks %q", want)
 		}

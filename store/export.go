@@ -532,18 +532,20 @@ func (x exporter) transport() table {
 		cols(false, colText, "kind", "side", "congestion_algo"),
 		cols(true, colFloat, "srtt_ms", "rttvar_ms", "min_rtt_ms"),
 		cols(false, colInt, "cwnd_bytes", "ssthresh_bytes", "packets_sent", "packets_lost", "retransmits",
-			"bytes_retransmitted", "delivery_rate_bps", "congestion_events", "pto_count"),
+			"bytes_retransmitted", "delivery_rate_bps", "congestion_events", "pto_count",
+			"congestion_state_changes"),
 	)}
 	t.rows = func(emit func([]any) error) error {
 		return x.query(`SELECT c.run_id, x.sample_id, x.conn, x.kind, x.side, x.congestion_algo, x.srtt_ms,
 			x.rttvar_ms, x.min_rtt_ms, x.cwnd_bytes, x.ssthresh_bytes, x.packets_sent, x.packets_lost,
-			x.retransmits, x.bytes_retransmitted, x.delivery_rate_bps, x.congestion_events, x.pto_count
+			x.retransmits, x.bytes_retransmitted, x.delivery_rate_bps, x.congestion_events, x.pto_count,
+			x.congestion_state_changes
 			FROM transport_stats x`+childJoin+childOrder+`, x.conn`, func(rows *sql.Rows) error {
 			var (
 				ids              [3]int64
 				kind, side, algo string
 				f                [3]sql.NullFloat64
-				n                [9]int64
+				n                [10]int64
 			)
 			dest := []any{&ids[0], &ids[1], &ids[2], &kind, &side, &algo, &f[0], &f[1], &f[2]}
 			for i := range n {

@@ -325,6 +325,22 @@ func TestExportFormatsAgree(t *testing.T) {
 		!reflect.DeepEqual(sysctls, dss[0].Run.Env.Sysctls) {
 		t.Errorf("runs: sysctls %v, %v", sysctls, err)
 	}
+	// Transport: one row per connection, in sample order; all formats
+	// agree (above), so checking the CSV checks them all.
+	tr := readCSV(t, csvs["transport"])
+	var wantCSC []string
+	for _, s := range samples {
+		for _, ts := range s.Transport {
+			wantCSC = append(wantCSC, strconv.FormatInt(ts.CongestionStateChanges, 10))
+		}
+	}
+	var gotCSC []string
+	for _, row := range tr.rows {
+		gotCSC = append(gotCSC, row[col(t, tr, "congestion_state_changes")])
+	}
+	if !slices.Equal(gotCSC, wantCSC) || wantCSC[0] == "0" {
+		t.Errorf("transport: congestion_state_changes %v, want %v (nonzero first)", gotCSC, wantCSC)
+	}
 	warns := readCSV(t, csvs["warnings"])
 	last := warns.rows[len(warns.rows)-1]
 	if last[col(t, warns, "sample_id")] != "" || last[col(t, warns, "message")] != "run-level warning" ||

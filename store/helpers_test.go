@@ -83,7 +83,8 @@ func fullSample(cellID int64, iteration, points int) model.Sample {
 		Transport: []model.TransportStats{
 			{Kind: "quic", CongestionAlgo: "cubic", SmoothedRTTms: 40.5, RTTVarms: 2.25, MinRTTms: 40.0625,
 				CwndBytes: 123456, SsthreshBytes: 65536, PacketsSent: 900 + k, PacketsLost: 9, Retransmits: 8,
-				BytesRetransmitted: 11000, DeliveryRateBps: 9_500_000, CongestionEvents: 2, PTOCount: 1},
+				BytesRetransmitted: 11000, DeliveryRateBps: 9_500_000, CongestionEvents: 2, PTOCount: 1,
+				CongestionStateChanges: 5 + k},
 			{Kind: "tcp", CongestionAlgo: "bbr", SmoothedRTTms: 41, RTTVarms: 1.5, MinRTTms: 40,
 				CwndBytes: 1, SsthreshBytes: 2, PacketsSent: 3, PacketsLost: 4, Retransmits: 5,
 				BytesRetransmitted: 6, DeliveryRateBps: 7, CongestionEvents: 8, PTOCount: 9},

@@ -334,11 +334,12 @@ func readTransport(ctx context.Context, tx *sql.Tx, r idRange) (func(map[int64]*
 	)
 	rows, err := queryChildren(ctx, tx, r, `SELECT x.sample_id, x.kind, x.side, x.congestion_algo, x.srtt_ms,
 		x.rttvar_ms, x.min_rtt_ms, x.cwnd_bytes, x.ssthresh_bytes, x.packets_sent, x.packets_lost,
-		x.retransmits, x.bytes_retransmitted, x.delivery_rate_bps, x.congestion_events, x.pto_count
+		x.retransmits, x.bytes_retransmitted, x.delivery_rate_bps, x.congestion_events, x.pto_count,
+		x.congestion_state_changes
 		FROM transport_stats x`+inRange+` ORDER BY x.sample_id, x.conn`,
 		[]any{&kind, &side, &algo, &srtt, &rttvar, &min, &t.CwndBytes, &t.SsthreshBytes, &t.PacketsSent,
 			&t.PacketsLost, &t.Retransmits, &t.BytesRetransmitted, &t.DeliveryRateBps,
-			&t.CongestionEvents, &t.PTOCount},
+			&t.CongestionEvents, &t.PTOCount, &t.CongestionStateChanges},
 		func() (model.TransportStats, error) {
 			t.Kind, t.Side, t.CongestionAlgo = in.bytes(kind), in.bytes(side), in.bytes(algo)
 			t.SmoothedRTTms, t.RTTVarms, t.MinRTTms = floatOrNaN(srtt), floatOrNaN(rttvar), floatOrNaN(min)

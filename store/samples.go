@@ -143,8 +143,8 @@ const (
 	sqlCellOf          = `SELECT run_id, key FROM cells WHERE id = ?`
 	sqlInsertTransport = `INSERT INTO transport_stats (sample_id, conn, kind, side, congestion_algo, srtt_ms,
 		rttvar_ms, min_rtt_ms, cwnd_bytes, ssthresh_bytes, packets_sent, packets_lost, retransmits,
-		bytes_retransmitted, delivery_rate_bps, congestion_events, pto_count)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		bytes_retransmitted, delivery_rate_bps, congestion_events, pto_count, congestion_state_changes)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	sqlInsertTimeline = `INSERT INTO timelines (sample_id, series, kind, label, n_points, points)
 		VALUES (?, ?, ?, ?, ?, ?)`
 	sqlInsertResource = `INSERT INTO resources (sample_id, idx, name, protocol, start_ns, ttfb_ns, end_ns, bytes)
@@ -195,7 +195,8 @@ func (db *DB) insertChildren(ctx context.Context, tx *sql.Tx, runID, id int64, s
 			t := &s.Transport[i]
 			return []any{id, i, t.Kind, t.Side, t.CongestionAlgo, nullFloat(t.SmoothedRTTms), nullFloat(t.RTTVarms),
 				nullFloat(t.MinRTTms), t.CwndBytes, t.SsthreshBytes, t.PacketsSent, t.PacketsLost,
-				t.Retransmits, t.BytesRetransmitted, t.DeliveryRateBps, t.CongestionEvents, t.PTOCount}
+				t.Retransmits, t.BytesRetransmitted, t.DeliveryRateBps, t.CongestionEvents, t.PTOCount,
+				t.CongestionStateChanges}
 		}},
 		{db.ins.timeline, len(s.Timelines), func(i int) []any {
 			t := &s.Timelines[i]

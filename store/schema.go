@@ -187,6 +187,10 @@ CREATE INDEX warnings_sample ON warnings (sample_id);
 	`
 ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/156.0.8078.79; '' without chromium samples
 `,
+	// 3: QUIC congestion state changes (TransportStats.CongestionStateChanges).
+	`
+ALTER TABLE transport_stats ADD COLUMN congestion_state_changes INTEGER NOT NULL DEFAULT 0;  -- QUIC; 0 for TCP and before version 3
+`,
 }
 
 // migrate brings the schema up to the newest version in one transaction.

@@ -24,7 +24,8 @@ key without the congestion control when that is unique, so cubic and bbr
 runs compare) gets its change from A to B with a Mann-Whitney test
 Holm-corrected over all matched cells, and the protocol verdicts of both
 runs are shown side by side with those that changed. The HTML also lists
-how the runs' software and settings differ.
+how the runs' software and settings differ, with their browsers, per-sample
+overheads and run-level warnings.
 
 The latest run of each database is used unless --run-a/--run-b say otherwise;
 the two paths may be the same database. The HTML goes to compare.html in the
@@ -46,11 +47,11 @@ current directory unless -o says otherwise; --text prints a terminal summary.`,
 			if runA < 0 || runB < 0 {
 				return Usage(fmt.Errorf("--run-a %d / --run-b %d: run IDs are positive", runA, runB), "omit them for the latest runs")
 			}
-			a, _, err := loadRun(cmd.Context(), args[0], runA)
+			a, na, err := loadRun(cmd.Context(), args[0], runA)
 			if err != nil {
 				return fmt.Errorf("run A: %w", err)
 			}
-			b, _, err := loadRun(cmd.Context(), args[1], runB)
+			b, nb, err := loadRun(cmd.Context(), args[1], runB)
 			if err != nil {
 				return fmt.Errorf("run B: %w", err)
 			}
@@ -60,7 +61,7 @@ current directory unless -o says otherwise; --text prints a terminal summary.`,
 			}
 			opts.Source, opts.SourceB = args[0], args[1]
 			if f.text {
-				if err := report.CompareText(env.Stdout, a, b, opts); err != nil {
+				if err := report.CompareText(env.Stdout, a, b, opts, na, nb); err != nil {
 					return err
 				}
 				if f.out == "" {
@@ -71,7 +72,7 @@ current directory unless -o says otherwise; --text prints a terminal summary.`,
 			if out == "" {
 				out = "compare.html"
 			}
-			return writeOutput(env, out, func(w io.Writer) error { return report.CompareHTML(w, a, b, opts) })
+			return writeOutput(env, out, func(w io.Writer) error { return report.CompareHTML(w, a, b, opts, na, nb) })
 		},
 	}
 	f.register(cmd, "HTML output file (default compare.html; - for standard output)")

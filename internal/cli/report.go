@@ -98,7 +98,7 @@ the terminal summary instead.`,
 			}
 			opts.WaterfallSample = waterfall
 			path := args[0]
-			ds, warns, err := loadRun(cmd.Context(), path, runID)
+			ds, notes, err := loadRun(cmd.Context(), path, runID)
 			if err != nil {
 				return err
 			}
@@ -106,7 +106,7 @@ the terminal summary instead.`,
 				return Usage(fmt.Errorf("--waterfall %d: run %d has no valid sample with that ID and browser resources", waterfall, ds.Run.ID),
 					"sample IDs are in the samples table (quicbench export)")
 			}
-			opts.Source, opts.RunWarnings = path, warns
+			opts.Source, opts.RunWarnings, opts.Browser = path, notes.Warnings, notes.Browser
 			if f.text {
 				if err := report.Text(env.Stdout, ds, opts); err != nil {
 					return err
@@ -138,15 +138,18 @@ func hasResources(ds *model.Dataset, id int64) bool {
 	return false
 }
 
-// loadRun reads a run (the latest when runID is 0) and its run-level
-// warnings from a results database.
-func loadRun(ctx context.Context, path string, runID int64) (*model.Dataset, []string, error) {
+// loadRun reads a run (the latest when runID is 0) from a results
+// database, with what the store keeps about it outside the dataset: its
+// run-level warnings and the browser of its chromium samples (shown by the
+// report as quicbench run's own report shows them, see writeReports).
+func loadRun(ctx context.Context, path string, runID int64) (*model.Dataset, report.RunNotes, error) {
+	var none report.RunNotes
 	if _, err := os.Stat(path); err != nil {
-		return nil, nil, Usage(fmt.Errorf("results database %s: %w", path, err), "give the database written by quicbench run")
+		return nil, none, Usage(fmt.Errorf("results database %s: %w", path, err), "give the database written by quicbench run")
 	}
 	db, err := store.OpenExisting(path)
 	if err != nil {
-		return nil, nil, Usage(err, "give the database written by quicbench run")
+		return nil, none, Usage(err, "give the database written by quicbench run")
 	}
 	defer db.Close()
 	var run model.Run
@@ -156,20 +159,23 @@ func loadRun(ctx context.Context, path string, runID int64) (*model.Dataset, []s
 		run, err = db.RunByID(ctx, runID)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, Usage(err, runsHint(ctx, db))
+		return nil, none, Usage(err, runsHint(ctx, db))
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, none, err
 	}
 	ds, err := db.LoadDataset(ctx, run.ID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("loading run %d from %s: %w", run.ID, path, err)
+		return nil, none, fmt.Errorf("loading run %d from %s: %w", run.ID, path, err)
 	}
-	warns, err := db.RunWarnings(ctx, run.ID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the warnings of run %d from %s: %w", run.ID, path, err)
+	var notes report.RunNotes
+	if notes.Warnings, err = db.RunWarnings(ctx, run.ID); err != nil {
+		return nil, none, fmt.Errorf("loading the warnings of run %d from %s: %w", run.ID, path, err)
 	}
-	return ds, warns, nil
+	if notes.Browser, err = db.RunBrowser(ctx, run.ID); err != nil {
+		return nil, none, fmt.Errorf("loading the browser of run %d from %s: %w", run.ID, path, err)
+	}
+	return ds, notes, nil
 }
 
 // runsHint lists the runs a database holds, for an error message.

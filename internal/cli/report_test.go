@@ -25,7 +25,8 @@ func reportCLI(t *testing.T, dir string, args ...string) (code int, stdout, stde
 }
 
 // reportDB writes a results database with two runs of one download cell
-// pair; h3 is 30% faster in run 1 and as fast as h2 in run 2.
+// pair; h3 is 30% faster in run 1 and as fast as h2 in run 2. Run 1 has a
+// browser version, run 2 none; both have a run-level warning.
 func reportDB(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
@@ -66,6 +67,11 @@ func reportDB(t *testing.T) string {
 		if err := db.AddRunWarning(ctx, run.ID, "machine has only 2 CPUs"); err != nil {
 			t.Fatal(err)
 		}
+		if r == 0 {
+			if err := db.SetRunBrowser(ctx, run.ID, "Chrome/156.0.8078.79"); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	return path
 }
@@ -84,7 +90,8 @@ func TestReportCommandHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"<svg ", "QUIC faster", "machine has only 2 CPUs", "name: quick"} {
+	for _, s := range []string{"<svg ", "QUIC faster", "machine has only 2 CPUs", "name: quick",
+		"<tr><th>Chromium</th><td>Chrome/156.0.8078.79</td></tr>"} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("report lacks %q", s)
 		}
@@ -150,7 +157,9 @@ func TestCompareCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, s := range []string{"A: run 1", "B: run 2", "A faster", "QUIC faster", "no significant difference", "yes"} {
+	for _, s := range []string{"A: run 1", "B: run 2", "A faster", "QUIC faster", "no significant difference", "yes",
+		", browser Chrome/156.0.8078.79\n", "A: warning about the whole run: machine has only 2 CPUs\n",
+		"B: warning about the whole run: machine has only 2 CPUs\n"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("compare text lacks %q:\n%s", s, out)
 		}
@@ -163,5 +172,14 @@ func TestCompareCommand(t *testing.T) {
 	html, err := os.ReadFile(filepath.Join(dir, "compare.html"))
 	if err != nil || !bytes.Contains(html, []byte("Protocol verdicts in both runs")) || !bytes.Contains(html, []byte("<svg ")) {
 		t.Errorf("compare.html: %v, %d bytes", err, len(html))
+	}
+	for _, s := range []string{
+		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>–</td></tr>`,
+		`<tr><th>warnings about the whole run</th><td>machine has only 2 CPUs</td><td>machine has only 2 CPUs</td></tr>`,
+		`<th>per-sample overhead (p50 / p95 / max)</th>`,
+	} {
+		if !bytes.Contains(html, []byte(s)) {
+			t.Errorf("compare.html lacks %q", s)
+		}
 	}
 }
