@@ -99,6 +99,7 @@ type testView struct {
 	HasTransport         bool
 	Comparisons          []cmpRow
 	Sites                []siteTable
+	Clients              []clientTable
 	HOL                  []chartGroup
 	Stream               []chartGroup
 	CPU                  []chartGroup
@@ -174,7 +175,66 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 			tv.Sites = append(tv.Sites, siteTableOf(g))
 		}
 	}
+	tv.Clients = clientTables(t)
 	return tv, nil
+}
+
+// clientTable sets the built-in client's results next to headless
+// Chromium's for one configuration (scenario, parameters, congestion
+// control) that both clients ran: per protocol, the two medians of the
+// primary metric, their difference and their ratio.
+type clientTable struct {
+	Title string
+	Unit  string
+	Rows  []clientRow
+}
+
+type clientRow struct {
+	Proto               string
+	Builtin, Chromium   string // medians
+	NBuiltin, NChromium int
+	Diff, Ratio         string // Chromium - built-in, Chromium / built-in
+}
+
+// clientTables pairs the groups of t that differ only by client.
+func clientTables(t *stats.TestSet) []clientTable {
+	type key struct{ scenario, factors, cc string }
+	keyOf := func(g *stats.Group) key {
+		var f []string
+		for _, x := range g.Factors {
+			f = append(f, x.Name+"="+x.Value)
+		}
+		return key{g.Scenario, strings.Join(f, ","), g.CC}
+	}
+	builtin := map[key]*stats.Group{}
+	for _, g := range t.Groups {
+		if g.Client == model.ClientBuiltin {
+			builtin[keyOf(g)] = g
+		}
+	}
+	var out []clientTable
+	for _, g := range t.Groups {
+		b, ok := builtin[keyOf(g)]
+		if g.Client != model.ClientChromium || !ok {
+			continue
+		}
+		ct := clientTable{Title: b.Label(), Unit: g.Cells[0].Cell.Unit}
+		for _, cc := range g.Cells {
+			for _, bc := range b.Cells {
+				if bc.Cell.Protocol != cc.Cell.Protocol {
+					continue
+				}
+				bm, cm := bc.Summary.Median, cc.Summary.Median
+				ct.Rows = append(ct.Rows, clientRow{Proto: cc.Cell.Protocol,
+					Builtin: num(bm), Chromium: num(cm), NBuiltin: bc.Summary.N, NChromium: cc.Summary.N,
+					Diff: signed(cm - bm), Ratio: num(cm / bm)})
+			}
+		}
+		if len(ct.Rows) > 0 {
+			out = append(out, ct)
+		}
+	}
+	return out
 }
 
 func hasResources(t *stats.TestSet) bool {
