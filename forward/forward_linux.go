@@ -12,7 +12,8 @@
 //
 // A path whose devices carry a virtio_net_hdr (tun.Options.VnetHdr with
 // TSO/USO offloads) moves super-packets of up to 64 KB per read and write:
-// each one read is cut into its wire packets (tun/offload.Segment) before
+// each one read is cut into its wire packets (tun/offload.SegmentFrom, in
+// batches of pool buffers, so a small MSS never drops it whole) before
 // the pipeline, so every impairment still applies per wire packet, and the
 // packets that leave the pipeline at the same instant are merged back
 // (offload.Coalescer, like GRO) into as few writes as possible.
@@ -53,11 +54,17 @@ type Path struct {
 type Stats struct {
 	ReadErrors  uint64 // failed reads from the input device
 	WriteErrors uint64 // packets the output device refused (e.g. a corrupted IP version)
-	PoolEmpty   uint64 // packets read and discarded because the pool was exhausted
-	Malformed   uint64 // super-packets that could not be segmented, dropped
-	Reads       uint64 // successful reads from the input device
-	Writes      uint64 // successful writes to the output device
-	Wakeups     uint64 // times the thread returned from ppoll
+	// PoolEmpty counts wire packets read and discarded because the pool
+	// was exhausted: with offloads, only the segments of a super-packet
+	// beyond the buffers the pool could supply (the others go through).
+	PoolEmpty uint64
+	Malformed uint64 // super-packets that could not be segmented, dropped
+	// Oversize counts wire packets discarded because a segment is larger
+	// than the pool's buffers (a GSO size above the buffer size).
+	Oversize uint64
+	Reads    uint64 // successful reads from the input device
+	Writes   uint64 // successful writes to the output device
+	Wakeups  uint64 // times the thread returned from ppoll
 	// Timer wake-ups (ppoll returned because a departure fell due) and how
 	// late they were: the emulator's own timing error, before the kernel
 	// delivers the packet.
@@ -113,8 +120,8 @@ type path struct {
 	advance  bool
 	rtDone   atomic.Bool
 
-	readErrors, writeErrors, poolEmpty, malformed, reads, writes, wakeups atomic.Uint64
-	timerWakeups, lateSum, lateMax                                        atomic.Uint64
+	readErrors, writeErrors, poolEmpty, malformed, oversize, reads, writes, wakeups atomic.Uint64
+	timerWakeups, lateSum, lateMax                                                  atomic.Uint64
 }
 
 const (
@@ -176,6 +183,7 @@ func (f *Forwarder) Stats(i int) Stats {
 		WriteErrors:  p.writeErrors.Load(),
 		PoolEmpty:    p.poolEmpty.Load(),
 		Malformed:    p.malformed.Load(),
+		Oversize:     p.oversize.Load(),
 		Reads:        p.reads.Load(),
 		Writes:       p.writes.Load(),
 		Wakeups:      p.wakeups.Load(),
@@ -304,7 +312,7 @@ func (p *path) run() {
 	}
 	var ts unix.Timespec
 	var evbuf [8]byte
-	var advance int64 // ns to wake before a deadline; 0 unless Options.TimerAdvance
+	wk := waker{adaptive: p.advance}
 	for {
 		// Deliver what is due.
 		if vio != nil {
@@ -326,7 +334,7 @@ func (p *path) run() {
 			}
 			n++
 			if n%checkEvery == 0 {
-				if d, ok := link.NextDeadline(); ok && d <= p.clock.Now() {
+				if d, ok := link.NextDeadline(); dueBy(p.clock.Now(), d, ok) {
 					break
 				}
 			}
@@ -334,40 +342,25 @@ func (p *path) run() {
 		if n > 0 {
 			continue // serve what may now be due, then read again
 		}
-		// Never sleep longer than maxSleep (see ppoll).
-		ts = unix.NsecToTimespec(maxSleep)
-		timeout := &ts
-		d, timed := link.NextDeadline()
-		var wakeAt emu.Time
-		if timed && int64(d-p.clock.Now()) < maxSleep+maxAdvance {
-			now := p.clock.Now()
-			if d <= now {
-				continue
-			}
-			// Ask to wake early by the kernel's usual wake-up latency, then
-			// spin the rest (see spinUntil).
-			wakeAt = max(d-emu.Time(advance), now)
-			if wakeAt == now {
-				p.spinUntil(d)
-				continue
-			}
-			ts = unix.NsecToTimespec(int64(wakeAt - now))
-		} else {
-			timed = false
+		d, ok := link.NextDeadline()
+		pl := wk.plan(p.clock.Now(), d, ok)
+		switch pl.action {
+		case wakeServe:
+			continue
+		case wakeSpin:
+			p.spinUntil(pl.due)
+			continue
 		}
-		ready, err := ppoll(fds, timeout)
+		ts = unix.NsecToTimespec(pl.timeout)
+		ready, err := ppoll(fds, &ts)
 		p.wakeups.Add(1)
-		if timed && ready == 0 && err == nil {
+		if pl.timed && ready == 0 && err == nil {
 			now := p.clock.Now()
-			if p.advance {
-				// Track the wake-up latency: advance follows its mean.
-				wl := min(max(int64(now-wakeAt), 0), maxAdvance)
-				advance += (wl - advance) / 16
+			wk.timedOut(pl, now)
+			if now < pl.due {
+				now = p.spinUntil(pl.due)
 			}
-			if now < d {
-				now = p.spinUntil(d)
-			}
-			late := uint64(max(int64(now-d), 0))
+			late := lateness(pl.due, now)
 			p.timerWakeups.Add(1)
 			p.lateSum.Add(late)
 			if late > p.lateMax.Load() {
@@ -512,7 +505,7 @@ func (p *path) readFailed(err error) bool {
 // Offload I/O sizes.
 const (
 	maxSuper   = offload.VirtioNetHdrLen + 65535 // one read
-	maxSegs    = 128                             // wire packets per super-packet (64 KB / 536-byte MSS)
+	maxSegs    = 128                             // pool buffers taken per segmentation batch (a 64 KB super-packet with a 536-byte MSS fits in one)
 	outBatch   = 256                             // packets coalesced per write round
 	arenaBytes = outBatch * (offload.VirtioNetHdrLen + 1600)
 )
@@ -630,41 +623,61 @@ func (io *ioVnet) receive(p *path, link *pipeline.Pipeline) bool {
 		p.malformed.Add(1)
 		return true
 	}
-	pkt := io.in[offload.VirtioNetHdrLen:m]
-	need := 1
-	if hdr.GSOType != offload.GSONone && hdr.GSOSize > 0 {
-		need = min(len(pkt)/int(hdr.GSOSize)+1, maxSegs)
-	}
-	got := 0
-	for got < need {
-		s := p.pool.Get()
-		if s == nil {
-			break
-		}
-		io.segs[got], io.bufs[got] = s, s.Data[:cap(s.Data)]
-		got++
-	}
-	n, err := offload.Segment(hdr, pkt, io.bufs[:got], io.sizes[:got])
-	if err != nil {
-		if errors.Is(err, offload.ErrShortBuffer) {
-			p.poolEmpty.Add(uint64(need))
-		} else {
-			p.malformed.Add(1)
-		}
-		n = 0
-	}
-	now := p.clock.Now()
-	for i := 0; i < got; i++ {
-		s := io.segs[i]
-		io.segs[i], io.bufs[i] = nil, nil
-		if i < n {
-			s.Data = s.Data[:io.sizes[i]]
-			link.Enqueue(now, s)
-		} else {
-			p.pool.Put(s)
-		}
-	}
+	io.segment(p, link, hdr, io.in[offload.VirtioNetHdrLen:m], p.clock.Now())
 	return true
+}
+
+// segment enqueues the wire packets of super-packet pkt at now, cutting it
+// in batches of up to maxSegs pool buffers: a super-packet of any number of
+// segments goes through whole when the pool has the buffers. When the pool
+// runs dry, the segments that got a buffer still go through and only the
+// rest are dropped (PoolEmpty, per wire packet); a super-packet is never
+// dropped as one unit unless it is malformed.
+func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNetHdr, pkt []byte, now emu.Time) {
+	first, total := 0, -1 // total is known after the first SegmentFrom
+	for total < 0 || first < total {
+		want := 1
+		switch {
+		case total >= 0:
+			want = total - first
+		case hdr.GSOType != offload.GSONone && hdr.GSOSize > 0:
+			want = len(pkt)/int(hdr.GSOSize) + 1 // at least the segment count
+		}
+		want = min(want, maxSegs)
+		got := 0
+		for got < want {
+			s := p.pool.Get()
+			if s == nil {
+				break
+			}
+			io.segs[got], io.bufs[got] = s, s.Data[:cap(s.Data)]
+			got++
+		}
+		n, tot, err := offload.SegmentFrom(hdr, pkt, first, io.bufs[:got], io.sizes[:got])
+		for i := 0; i < got; i++ {
+			s := io.segs[i]
+			io.segs[i], io.bufs[i] = nil, nil
+			if i < n {
+				s.Data = s.Data[:io.sizes[i]]
+				link.Enqueue(now, s)
+			} else {
+				p.pool.Put(s)
+			}
+		}
+		switch {
+		case err == nil && n > 0:
+			first, total = first+n, tot
+		case err == nil: // no buffer left
+			p.poolEmpty.Add(uint64(tot - first))
+			return
+		case errors.Is(err, offload.ErrShortBuffer): // buffers smaller than a segment
+			p.oversize.Add(uint64(max(tot-first, 1)))
+			return
+		default:
+			p.malformed.Add(1)
+			return
+		}
+	}
 }
 
 // setFIFO puts the calling thread under SCHED_FIFO at priority prio.

@@ -44,10 +44,24 @@ type bottleneck struct {
 	period    int64   // ns
 	epoch     emu.Time
 	cur       cursor // next opportunity not yet used
+	lastCycle int64  // the last cycle whose opportunities are before math.MaxInt64 ns
 	credit    int64  // bytes the current opportunities can still carry
 	transit   entry  // packet taken from the queue, waiting for enough credit
 	inTransit bool
+	searched  int // opportunities the last nextOut call examined (tests)
 }
+
+// maxOppSearch bounds the delivery opportunities nextOut examines per call.
+// With onoff, an ON window may contain no opportunity for a very long time
+// (a 1 ns ON window against millisecond opportunities meets one only when
+// the two periods align, possibly after billions of cycles): nextOut then
+// returns, as an early deadline, the time of the first opportunity it did
+// not examine. The driver wakes then, Dequeue serves the skipped
+// opportunities (serveTrace's work is bounded by the time that passed) and
+// NextDeadline searches on from there: each call does bounded work and the
+// deadlines advance by at least maxOppSearch distinct opportunity times
+// (milliseconds) or onoff cycles, so the driver never spins.
+const maxOppSearch = 256
 
 // txCached is a packet size's transmission time as a quotient and remainder
 // of ns, so that most packets (a few sizes recur) need no 128-bit division.
@@ -96,6 +110,9 @@ func newTraceBottleneck(l spec.Link, t *trace.Trace, capacity int) bottleneck {
 func (b *bottleneck) start(now emu.Time) {
 	b.busyUntil = now
 	b.epoch = now
+	if b.period > 0 {
+		b.lastCycle = (math.MaxInt64-max(int64(now), 0))/b.period - 1
+	}
 }
 
 func (b *bottleneck) len() int {
@@ -252,6 +269,9 @@ func (p *Pipeline) serveRate(now emu.Time) {
 func (p *Pipeline) serveTrace(now emu.Time) {
 	b := &p.bn
 	for b.inTransit || b.q.n > 0 {
+		if b.cur.cycle > b.lastCycle {
+			return // beyond the clock's range: never
+		}
 		t := b.oppTime(b.cur)
 		if !b.inTransit {
 			if arr := b.q.peek().arr; t < arr {
@@ -351,14 +371,26 @@ func (b *bottleneck) nextOut(p *Pipeline) (emu.Time, bool) {
 			return 0, false
 		}
 		size := int64(e.size)
-		for {
-			t := b.oppTime(c)
-			if p.onoff.off(p.epoch, t) {
-				c = b.firstAtOrAfter(p.onoff.nextOn(p.epoch, t))
-				continue
+		for steps := 0; ; steps++ {
+			if c.cycle > b.lastCycle {
+				// Beyond the clock's range (a trace period of years): never.
+				b.searched = steps
+				return math.MaxInt64, true
 			}
-			credit += trace.MTU
-			if size <= credit {
+			t := b.oppTime(c)
+			// Past the bound, t (not examined) is a lower bound of the
+			// departure: an early deadline (see maxOppSearch).
+			found := steps == maxOppSearch
+			if !found {
+				if p.onoff.off(p.epoch, t) {
+					c = b.firstAtOrAfter(p.onoff.nextOn(p.epoch, t))
+					continue
+				}
+				credit += trace.MTU
+				found = size <= credit
+			}
+			if found {
+				b.searched = steps
 				if b.early > 0 {
 					return min(t, p.outTime(e, t)), true
 				}

@@ -339,9 +339,10 @@ func (p *Pipeline) Dequeue(now emu.Time) *emu.Packet {
 // NextDeadline returns the earliest time at which Dequeue can return a
 // packet, and false when the pipeline holds none. It is exact, except that
 // it may be early (Dequeue then returns nil, and NextDeadline moves on) in
-// two cases: in front of CoDel, which may drop the packet it was computed
-// for, and while a reordered packet waits in a rate or trace queue behind
-// others.
+// three cases: in front of CoDel, which may drop the packet it was computed
+// for, while a reordered packet waits in a rate or trace queue behind
+// others, and when a trace's next usable opportunity is far away behind
+// onoff blackouts (the search is bounded per call; see maxOppSearch).
 func (p *Pipeline) NextDeadline() (emu.Time, bool) {
 	if p.sincePub > 0 {
 		p.publish() // the driver is about to sleep: make Counters exact

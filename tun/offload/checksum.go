@@ -2,7 +2,6 @@ package offload
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math/bits"
 )
 
@@ -108,7 +107,7 @@ func ipv4HeaderChecksum(h []byte) {
 // super-packet (use Segment).
 func Checksum(hdr VirtioNetHdr, pkt []byte) error {
 	if hdr.GSOType != GSONone {
-		return fmt.Errorf("%w: Checksum of a GSO super-packet (gso_type %d); use Segment", ErrMalformed, hdr.GSOType)
+		return errChecksumGSO
 	}
 	if hdr.Flags&FlagNeedsCsum == 0 {
 		return nil
@@ -118,7 +117,7 @@ func Checksum(hdr VirtioNetHdr, pkt []byte) error {
 
 func completeCsum(pkt []byte, start, off int) error {
 	if start+off+2 > len(pkt) {
-		return fmt.Errorf("%w: csum_start %d + csum_offset %d + 2 exceeds packet length %d", ErrMalformed, start, off, len(pkt))
+		return errCsumRange
 	}
 	field := pkt[start+off : start+off+2]
 	c := ^fold(sum(pkt[start:], 0))

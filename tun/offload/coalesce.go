@@ -3,7 +3,6 @@ package offload
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 )
 
 // MaxCoalesce is the largest number of wire packets merged into one
@@ -119,8 +118,7 @@ func (c *Coalescer) Coalesce(pkts [][]byte, arena []byte, out [][]byte) (n int, 
 		need += VirtioNetHdrLen + c.groups[i].size
 	}
 	if len(out) < len(c.groups) || len(arena) < need {
-		return 0, fmt.Errorf("%w: %d results need %d out entries and %d arena bytes, have %d and %d",
-			ErrShortBuffer, len(c.groups), len(c.groups), need, len(out), len(arena))
+		return 0, errCoalesceSpace
 	}
 	pos := 0
 	for i := range c.groups {

@@ -5,7 +5,8 @@
 // delayed or corrupted as one unit.
 //
 // It is pure Go (standard library only), does no I/O and does not allocate on
-// its hot paths: callers provide every buffer.
+// its hot paths, not even to return an error: callers provide every buffer,
+// and errors are preallocated values wrapping ErrMalformed or ErrShortBuffer.
 //
 // # Device setup (package tun)
 //
@@ -35,7 +36,8 @@
 //	for each outs[j] (j < k): write(fd, outs[j])  // header included
 //
 // segs are the per-packet buffers the pipeline owns (MTU-sized suffices;
-// Segment needs as many as the super-packet has segments, at most 65535/MSS);
+// Segment needs as many as the super-packet has segments, at most 65535/MSS,
+// while SegmentFrom cuts it in batches of however many buffers are at hand);
 // arena is one scratch buffer of at least the departing packets' total
 // length plus VirtioNetHdrLen per packet.
 //

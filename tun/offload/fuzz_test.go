@@ -79,6 +79,27 @@ func FuzzSegment(f *testing.F) {
 		if !bytes.Equal(pkt, orig) {
 			t.Fatal("Segment modified its input")
 		}
+		// SegmentFrom in batches of 3 agrees with Segment.
+		var batch [3][2048]byte
+		out, sizes := [][]byte{batch[0][:], batch[1][:], batch[2][:]}, make([]int, 3)
+		for first := 0; err != errTooFewBuffers; { // beyond 512 segments, only SegmentFrom can
+			k, total, ferr := SegmentFrom(hdr, pkt, first, out, sizes)
+			if (ferr == nil) != (err == nil) {
+				t.Fatalf("SegmentFrom from %d: %v; Segment: %v", first, ferr, err)
+			}
+			if ferr != nil || k == 0 {
+				if ferr == nil && (first != total || total != n) {
+					t.Fatalf("SegmentFrom stopped at %d of %d; Segment made %d", first, total, n)
+				}
+				break
+			}
+			for j := range k {
+				if !bytes.Equal(out[j][:sizes[j]], fuzzSegs[first+j][:fuzzSizes[first+j]]) {
+					t.Fatalf("SegmentFrom segment %d differs from Segment's", first+j)
+				}
+			}
+			first += k
+		}
 		if err != nil {
 			if n != 0 {
 				t.Fatalf("error with n = %d", n)

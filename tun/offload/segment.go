@@ -1,7 +1,5 @@
 package offload
 
-import "fmt"
-
 // Segment cuts pkt, one packet read from a TUN device opened with
 // IFF_VNET_HDR (without its virtio_net_hdr, which the caller decoded into
 // hdr), into the wire packets it stands for, as the kernel's GSO would on a
@@ -23,18 +21,178 @@ import "fmt"
 // Every output packet is a normal wire packet with complete checksums, so a
 // bit flipped later is detected by the receiver. Segment needs
 // ceil(payload/GSOSize) buffers, each at least headers+GSOSize bytes; a
-// super-packet whose payload fits in one segment yields one packet.
+// super-packet whose payload fits in one segment yields one packet (see
+// SegmentFrom to segment in batches, with fewer buffers).
 // Unsupported inputs (UFO, IPv4 fragments, IPv6 extension headers, lengths or
 // offsets that disagree with the packet) return an error wrapping
 // ErrMalformed; too few or too small buffers, one wrapping ErrShortBuffer.
-// Segment never panics and does not allocate unless it returns an error.
+// Nothing is written to out on error. Segment never panics and never
+// allocates, not even on error (its errors are preallocated).
 func Segment(hdr VirtioNetHdr, pkt []byte, out [][]byte, sizes []int) (n int, err error) {
-	if hdr.GSOType == GSONone {
-		if len(out) < 1 || len(sizes) < 1 {
-			return 0, fmt.Errorf("%w: need 1 output buffer and size, have %d and %d", ErrShortBuffer, len(out), len(sizes))
+	var g gso
+	if err := g.parse(hdr, pkt); err != nil {
+		return 0, err
+	}
+	if len(out) < g.total || len(sizes) < g.total {
+		if g.total == 1 {
+			return 0, errNoBuffer
 		}
+		return 0, errTooFewBuffers
+	}
+	return g.write(hdr, pkt, 0, out[:g.total], sizes)
+}
+
+// SegmentFrom is Segment in batches: it writes segments first, first+1, ...
+// of pkt (numbered as Segment numbers them) to out[0], out[1], ..., as many
+// as out and sizes hold and the super-packet has, and returns how many it
+// wrote and the super-packet's total number of segments. Calling it with
+// first = 0, then first += n until first == total, yields exactly Segment's
+// output with a bounded number of buffers per call; with no buffers at all
+// (len(out) == 0) it only validates pkt and counts its segments. Its errors
+// are Segment's (on error n is 0, total is 0 for a malformed pkt, and
+// nothing is written), plus one wrapping ErrShortBuffer for a first outside
+// [0, total]. It never panics and never allocates.
+func SegmentFrom(hdr VirtioNetHdr, pkt []byte, first int, out [][]byte, sizes []int) (n, total int, err error) {
+	var g gso
+	if err := g.parse(hdr, pkt); err != nil {
+		return 0, 0, err
+	}
+	if first < 0 || first > g.total {
+		return 0, g.total, errFirstRange
+	}
+	k := min(len(out), len(sizes), g.total-first)
+	if k == 0 {
+		return 0, g.total, nil
+	}
+	n, err = g.write(hdr, pkt, first, out[:k], sizes)
+	return n, g.total, err
+}
+
+// gso is a validated super-packet's layout.
+type gso struct {
+	none     bool // GSONone: one packet, copied as is
+	proto    uint8
+	v6       bool
+	keepCWR  bool
+	mss      int
+	ipLen    int
+	hdrLen   int // IP + transport headers
+	csumOff  int // offset of the checksum in the transport header
+	total    int // segments
+	payloadN int // payload bytes
+}
+
+// parse validates hdr and pkt and fills g.
+func (g *gso) parse(hdr VirtioNetHdr, pkt []byte) error {
+	if hdr.GSOType == GSONone {
+		*g = gso{none: true, total: 1}
+		return nil
+	}
+	var version byte // 0: either
+	switch hdr.GSOType &^ (GSOECN | GSOAccECN) {
+	case GSOTCPv4:
+		g.proto, version = protoTCP, 4
+	case GSOTCPv6:
+		g.proto, version = protoTCP, 6
+	case GSOUDPL4:
+		if hdr.GSOType&(GSOECN|GSOAccECN) != 0 {
+			return errECNOnUDP
+		}
+		g.proto = protoUDP
+	case GSOUDP:
+		return errUFO
+	default:
+		return errGSOType
+	}
+	g.keepCWR = hdr.GSOType&GSOAccECN != 0
+	g.mss = int(hdr.GSOSize)
+	if g.mss == 0 {
+		return errGSOSizeZero
+	}
+
+	// IP header.
+	if len(pkt) < 1 {
+		return errEmpty
+	}
+	v := pkt[0] >> 4
+	if version != 0 && v != version && (v == 4 || v == 6) {
+		if version == 4 {
+			return errNeedsIPv4
+		}
+		return errNeedsIPv6
+	}
+	switch v {
+	case 4:
+		if len(pkt) < ipv4MinLen {
+			return errIPv4Short
+		}
+		g.ipLen = int(pkt[0]&0xf) * 4
+		if g.ipLen < ipv4MinLen || g.ipLen > len(pkt) {
+			return errIPv4IHL
+		}
+		if int(be16(pkt[2:])) != len(pkt) {
+			return errIPv4TotalLen
+		}
+		if isFragment(pkt) {
+			return errIPv4Fragment
+		}
+		if pkt[9] != g.proto {
+			return errIPv4Proto
+		}
+	case 6:
+		g.v6 = true
+		if len(pkt) < ipv6Len {
+			return errIPv6Short
+		}
+		g.ipLen = ipv6Len
+		if int(be16(pkt[4:])) != len(pkt)-ipv6Len {
+			return errIPv6PayloadLen
+		}
+		if pkt[6] != g.proto {
+			return errIPv6NextHdr
+		}
+	default:
+		return errIPVersion
+	}
+
+	// Transport header.
+	g.csumOff = tcpCsumOff
+	l4HdrLen := udpLen
+	if g.proto == protoTCP {
+		if len(pkt)-g.ipLen < tcpMinLen {
+			return errTCPTruncated
+		}
+		l4HdrLen = int(pkt[g.ipLen+12]>>4) * 4
+		if l4HdrLen < tcpMinLen || g.ipLen+l4HdrLen > len(pkt) {
+			return errTCPDataOff
+		}
+	} else {
+		g.csumOff = udpCsumOff
+		if len(pkt)-g.ipLen < udpLen {
+			return errUDPTruncated
+		}
+		if int(be16(pkt[g.ipLen+4:])) != len(pkt)-g.ipLen {
+			return errUDPLen
+		}
+	}
+	if hdr.Flags&FlagNeedsCsum != 0 && (int(hdr.CsumStart) != g.ipLen || int(hdr.CsumOffset) != g.csumOff) {
+		return errCsumStart
+	}
+	g.hdrLen = g.ipLen + l4HdrLen
+	g.payloadN = len(pkt) - g.hdrLen
+	g.total = 1
+	if g.payloadN > g.mss {
+		g.total = (g.payloadN + g.mss - 1) / g.mss
+	}
+	return nil
+}
+
+// write writes segments first..first+len(out)-1 (len(out) >= 1, all of
+// them existing) to out and sizes, after checking every buffer.
+func (g *gso) write(hdr VirtioNetHdr, pkt []byte, first int, out [][]byte, sizes []int) (int, error) {
+	if g.none {
 		if len(out[0]) < len(pkt) {
-			return 0, fmt.Errorf("%w: out[0] has %d bytes, packet needs %d", ErrShortBuffer, len(out[0]), len(pkt))
+			return 0, errSmallBuffer
 		}
 		copy(out[0], pkt)
 		if hdr.Flags&FlagNeedsCsum != 0 {
@@ -45,114 +203,16 @@ func Segment(hdr VirtioNetHdr, pkt []byte, out [][]byte, sizes []int) (n int, er
 		sizes[0] = len(pkt)
 		return 1, nil
 	}
-
-	var proto uint8
-	var version byte // 0: either
-	switch hdr.GSOType &^ (GSOECN | GSOAccECN) {
-	case GSOTCPv4:
-		proto, version = protoTCP, 4
-	case GSOTCPv6:
-		proto, version = protoTCP, 6
-	case GSOUDPL4:
-		if hdr.GSOType&(GSOECN|GSOAccECN) != 0 {
-			return 0, fmt.Errorf("%w: gso_type %#x: ECN flags are only valid with TCP", ErrMalformed, hdr.GSOType)
-		}
-		proto = protoUDP
-	case GSOUDP:
-		return 0, fmt.Errorf("%w: gso_type UDP (UFO) is not supported; enable TUN_F_USO4/6, not TUN_F_UFO", ErrMalformed)
-	default:
-		return 0, fmt.Errorf("%w: unknown gso_type %#x", ErrMalformed, hdr.GSOType)
-	}
-	keepCWR := hdr.GSOType&GSOAccECN != 0
-	mss := int(hdr.GSOSize)
-	if mss == 0 {
-		return 0, fmt.Errorf("%w: gso_size is 0 for gso_type %#x", ErrMalformed, hdr.GSOType)
-	}
-
-	// IP header.
-	if len(pkt) < 1 {
-		return 0, fmt.Errorf("%w: empty GSO packet", ErrMalformed)
-	}
-	v := pkt[0] >> 4
-	if version != 0 && v != version {
-		return 0, fmt.Errorf("%w: gso_type %#x needs IPv%d, packet is IP version %d", ErrMalformed, hdr.GSOType, version, v)
-	}
-	var ipLen int
-	v6 := false
-	switch v {
-	case 4:
-		if len(pkt) < ipv4MinLen {
-			return 0, fmt.Errorf("%w: IPv4 packet of %d bytes is shorter than its header", ErrMalformed, len(pkt))
-		}
-		ipLen = int(pkt[0]&0xf) * 4
-		if ipLen < ipv4MinLen || ipLen > len(pkt) {
-			return 0, fmt.Errorf("%w: IPv4 header length %d invalid for a %d-byte packet", ErrMalformed, ipLen, len(pkt))
-		}
-		if tl := int(be16(pkt[2:])); tl != len(pkt) {
-			return 0, fmt.Errorf("%w: IPv4 total length %d != packet length %d", ErrMalformed, tl, len(pkt))
-		}
-		if isFragment(pkt) {
-			return 0, fmt.Errorf("%w: IPv4 GSO packet is a fragment", ErrMalformed)
-		}
-		if pkt[9] != proto {
-			return 0, fmt.Errorf("%w: IPv4 protocol %d does not match gso_type %#x", ErrMalformed, pkt[9], hdr.GSOType)
-		}
-	case 6:
-		v6 = true
-		if len(pkt) < ipv6Len {
-			return 0, fmt.Errorf("%w: IPv6 packet of %d bytes is shorter than its header", ErrMalformed, len(pkt))
-		}
-		ipLen = ipv6Len
-		if pl := int(be16(pkt[4:])); pl != len(pkt)-ipv6Len {
-			return 0, fmt.Errorf("%w: IPv6 payload length %d != packet length %d - 40", ErrMalformed, pl, len(pkt))
-		}
-		if pkt[6] != proto {
-			return 0, fmt.Errorf("%w: IPv6 next header %d does not match gso_type %#x (extension headers are not supported)", ErrMalformed, pkt[6], hdr.GSOType)
-		}
-	default:
-		return 0, fmt.Errorf("%w: IP version %d", ErrMalformed, v)
-	}
-
-	// Transport header.
-	csumOff := tcpCsumOff
-	l4HdrLen := udpLen
-	if proto == protoTCP {
-		if len(pkt)-ipLen < tcpMinLen {
-			return 0, fmt.Errorf("%w: TCP header truncated (%d bytes after IP header)", ErrMalformed, len(pkt)-ipLen)
-		}
-		l4HdrLen = int(pkt[ipLen+12]>>4) * 4
-		if l4HdrLen < tcpMinLen || ipLen+l4HdrLen > len(pkt) {
-			return 0, fmt.Errorf("%w: TCP data offset %d invalid for %d bytes after IP header", ErrMalformed, l4HdrLen, len(pkt)-ipLen)
-		}
-	} else {
-		csumOff = udpCsumOff
-		if len(pkt)-ipLen < udpLen {
-			return 0, fmt.Errorf("%w: UDP header truncated (%d bytes after IP header)", ErrMalformed, len(pkt)-ipLen)
-		}
-		if ul := int(be16(pkt[ipLen+4:])); ul != len(pkt)-ipLen {
-			return 0, fmt.Errorf("%w: UDP length %d != %d bytes after IP header", ErrMalformed, ul, len(pkt)-ipLen)
-		}
-	}
-	if hdr.Flags&FlagNeedsCsum != 0 && (int(hdr.CsumStart) != ipLen || int(hdr.CsumOffset) != csumOff) {
-		return 0, fmt.Errorf("%w: csum_start %d / csum_offset %d, want %d / %d for this packet", ErrMalformed, hdr.CsumStart, hdr.CsumOffset, ipLen, csumOff)
-	}
-
-	hdrLen := ipLen + l4HdrLen
-	payload := pkt[hdrLen:]
-	n = 1
-	if len(payload) > mss {
-		n = (len(payload) + mss - 1) / mss
-	}
-	if len(out) < n || len(sizes) < n {
-		return 0, fmt.Errorf("%w: %d segments need %d buffers and sizes, have %d and %d", ErrShortBuffer, n, n, len(out), len(sizes))
-	}
-	for i := range n {
-		need := hdrLen + min(mss, len(payload)-i*mss)
-		if len(out[i]) < need {
-			return 0, fmt.Errorf("%w: out[%d] has %d bytes, segment needs %d", ErrShortBuffer, i, len(out[i]), need)
+	mss := g.mss
+	payload := pkt[g.hdrLen:]
+	for j := range out {
+		i := first + j
+		if len(out[j]) < g.hdrLen+min(mss, len(payload)-i*mss) {
+			return 0, errSmallBuffer
 		}
 	}
 
+	ipLen, hdrLen, v6, proto, csumOff := g.ipLen, g.hdrLen, g.v6, g.proto, g.csumOff
 	pseudo := pseudoSum(pkt, v6, proto, 0)
 	var id uint16
 	var ipSum uint64 // IPv4 header sum without total length, ID and checksum
@@ -169,10 +229,11 @@ func Segment(hdr VirtioNetHdr, pkt []byte, out [][]byte, sizes []int) (n int, er
 		seq = be32(pkt[ipLen+4:])
 		flags = pkt[ipLen+13]
 	}
-	for i := range n {
+	for j := range out {
+		i := first + j
 		chunk := payload[i*mss : min((i+1)*mss, len(payload))]
 		segLen := hdrLen + len(chunk)
-		seg := out[i][:segLen]
+		seg := out[j][:segLen]
 		copy(seg, pkt[:hdrLen])
 		copy(seg[hdrLen:], chunk)
 		if v6 {
@@ -188,10 +249,10 @@ func Segment(hdr VirtioNetHdr, pkt []byte, out [][]byte, sizes []int) (n int, er
 		if proto == protoTCP {
 			putBE32(l4[4:], seq+uint32(i*mss))
 			f := flags
-			if i != n-1 {
+			if i != g.total-1 {
 				f &^= tcpFIN | tcpPSH
 			}
-			if i != 0 && !keepCWR {
+			if i != 0 && !g.keepCWR {
 				f &^= tcpCWR
 			}
 			l4[13] = f
@@ -204,7 +265,7 @@ func Segment(hdr VirtioNetHdr, pkt []byte, out [][]byte, sizes []int) (n int, er
 			c = 0xffff
 		}
 		l4[csumOff], l4[csumOff+1] = byte(c), byte(c>>8) // little-endian domain store
-		sizes[i] = segLen
+		sizes[j] = segLen
 	}
-	return n, nil
+	return len(out), nil
 }

@@ -195,22 +195,22 @@ func TestSegmentErrors(t *testing.T) {
 		{name: "unknown gso type", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = 9; return p }, want: ErrMalformed, msg: "unknown gso_type"},
 		{name: "UFO", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOUDP; return p }, want: ErrMalformed, msg: "UFO"},
 		{name: "ECN on UDP", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType |= GSOECN; return p }, want: ErrMalformed, msg: "ECN"},
-		{name: "TCPv6 type on IPv4", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOTCPv6; return p }, want: ErrMalformed, msg: "needs IPv6"},
+		{name: "TCPv6 type on IPv4", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOTCPv6; return p }, want: ErrMalformed, msg: "needs an IPv6 packet"},
 		{name: "empty", mutate: func(h *VirtioNetHdr, p []byte) []byte { return nil }, want: ErrMalformed, msg: "empty"},
-		{name: "truncated IPv4", mutate: func(h *VirtioNetHdr, p []byte) []byte { return p[:19] }, want: ErrMalformed, msg: "shorter than its header"},
-		{name: "IHL too small", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[0] = 0x44; return p }, want: ErrMalformed, msg: "header length 16"},
+		{name: "truncated IPv4", mutate: func(h *VirtioNetHdr, p []byte) []byte { return p[:19] }, want: ErrMalformed, msg: "shorter than its 20-byte header"},
+		{name: "IHL too small", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[0] = 0x44; return p }, want: ErrMalformed, msg: "header length (IHL)"},
 		{name: "total length mismatch", mutate: func(h *VirtioNetHdr, p []byte) []byte { return p[:len(p)-1] }, want: ErrMalformed, msg: "total length"},
 		{name: "fragment", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[6] |= 0x20; return p }, want: ErrMalformed, msg: "fragment"},
-		{name: "protocol mismatch", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[9] = 17; return p }, want: ErrMalformed, msg: "protocol 17"},
-		{name: "data offset too small", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[32] = 0x40; return p }, want: ErrMalformed, msg: "data offset 16"},
+		{name: "protocol mismatch", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[9] = 17; return p }, want: ErrMalformed, msg: "IPv4 protocol does not match"},
+		{name: "data offset too small", mutate: func(h *VirtioNetHdr, p []byte) []byte { p[32] = 0x40; return p }, want: ErrMalformed, msg: "TCP data offset"},
 		{name: "data offset beyond packet", mutate: func(h *VirtioNetHdr, p []byte) []byte {
 			p[32] = 0xf0
 			p = p[:20+40]
 			binary.BigEndian.PutUint16(p[2:], 60)
 			return p
-		}, want: ErrMalformed, msg: "data offset 60"},
-		{name: "csum_start wrong", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.CsumStart = 14; return p }, want: ErrMalformed, msg: "csum_start 14"},
-		{name: "csum_offset wrong", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.CsumOffset = 6; return p }, want: ErrMalformed, msg: "csum_offset 6"},
+		}, want: ErrMalformed, msg: "TCP data offset"},
+		{name: "csum_start wrong", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.CsumStart = 14; return p }, want: ErrMalformed, msg: "csum_start / csum_offset"},
+		{name: "csum_offset wrong", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.CsumOffset = 6; return p }, want: ErrMalformed, msg: "csum_start / csum_offset"},
 		{name: "IPv6 payload length", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { p[5]++; return p }, want: ErrMalformed, msg: "payload length"},
 		{name: "IPv6 extension header", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { p[6] = 0; return p }, want: ErrMalformed, msg: "extension headers"},
 		{name: "UDP length", udp: true, mutate: func(h *VirtioNetHdr, p []byte) []byte { p[45]++; return p }, want: ErrMalformed, msg: "UDP length"},
@@ -219,9 +219,9 @@ func TestSegmentErrors(t *testing.T) {
 			binary.BigEndian.PutUint16(p[4:], 4)
 			return p
 		}, want: ErrMalformed, msg: "UDP header truncated"},
-		{name: "IP version 5", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOUDPL4; p[0] = 0x55; return p }, want: ErrMalformed, msg: "IP version 5"},
-		{name: "too few buffers", nout: 3, want: ErrShortBuffer, msg: "4 segments"},
-		{name: "buffers too small", outLen: 1000, want: ErrShortBuffer, msg: "out[0] has 1000 bytes"},
+		{name: "IP version 5", mutate: func(h *VirtioNetHdr, p []byte) []byte { h.GSOType = GSOUDPL4; p[0] = 0x55; return p }, want: ErrMalformed, msg: "IP version is neither 4 nor 6"},
+		{name: "too few buffers", nout: 3, want: ErrShortBuffer, msg: "fewer output buffers"},
+		{name: "buffers too small", outLen: 1000, want: ErrShortBuffer, msg: "output buffer is shorter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, p := good()
@@ -246,5 +246,108 @@ func TestSegmentErrors(t *testing.T) {
 				t.Fatalf("error %q does not mention %q", err, tc.msg)
 			}
 		})
+	}
+}
+
+// TestSegmentFromBatches: a 64 KB TSO super-packet with a 300-byte MSS has
+// 217 segments, more than a forwarder's batch of buffers. Segmenting it with
+// SegmentFrom in batches of any size yields exactly Segment's packets.
+func TestSegmentFromBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pkt  []byte
+		gso  uint8
+		mss  int
+	}{
+		{"tcp4 mss 300", buildTCP(tcpSpec{f: flowA4, id: 65500, seq: 0xfffff000, ack: 9, flags: tcpACK | tcpPSH | tcpFIN | tcpCWR, opts: tcpOpts, payload: pattern(0, 65000)}), GSOTCPv4, 300},
+		{"tcp6 mss 200", buildTCP(tcpSpec{f: flowA6, seq: 7, ack: 9, flags: tcpACK | tcpPSH, payload: pattern(0, 60000)}), GSOTCPv6, 200},
+		{"udp4 mss 256", buildUDP(udpSpec{f: flowA4, id: 3, payload: pattern(0, 64000)}), GSOUDPL4, 256},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr, super := toSuper(tc.pkt, tc.gso, tc.mss)
+			all, allSizes := bufs(400, 1500), make([]int, 400)
+			want, err := Segment(hdr, super, all, allSizes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want <= 128 {
+				t.Fatalf("%d segments: the test needs more than 128", want)
+			}
+			for i := range want {
+				if err := verifyWire(all[i][:allSizes[i]]); err != nil {
+					t.Fatalf("segment %d: %v", i, err)
+				}
+			}
+			// Segment refuses to do part of the job.
+			if n, err := Segment(hdr, super, all[:128], allSizes[:128]); n != 0 || !errors.Is(err, ErrShortBuffer) {
+				t.Fatalf("Segment with 128 buffers: %d, %v; want ErrShortBuffer", n, err)
+			}
+			for _, batch := range []int{128, 7, 1} {
+				out, sizes := bufs(batch, 1500), make([]int, batch)
+				first := 0
+				for first < want {
+					n, total, err := SegmentFrom(hdr, super, first, out, sizes)
+					if err != nil || total != want || n != min(batch, want-first) {
+						t.Fatalf("batch %d from %d: n %d, total %d, %v; want %d of %d", batch, first, n, total, err, min(batch, want-first), want)
+					}
+					for j := range n {
+						if !bytes.Equal(out[j][:sizes[j]], all[first+j][:allSizes[first+j]]) {
+							t.Fatalf("batch %d: segment %d differs from Segment's", batch, first+j)
+						}
+					}
+					first += n
+				}
+			}
+			// No buffers: validation and the count only.
+			if n, total, err := SegmentFrom(hdr, super, 0, nil, nil); n != 0 || total != want || err != nil {
+				t.Fatalf("SegmentFrom without buffers: %d, %d, %v; want 0, %d, nil", n, total, err, want)
+			}
+			if n, total, err := SegmentFrom(hdr, super, want, all, allSizes); n != 0 || total != want || err != nil {
+				t.Fatalf("SegmentFrom past the end: %d, %d, %v", n, total, err)
+			}
+			if _, _, err := SegmentFrom(hdr, super, want+1, all, allSizes); !errors.Is(err, ErrShortBuffer) {
+				t.Fatalf("SegmentFrom beyond the end: %v", err)
+			}
+		})
+	}
+	// GSONone: one packet.
+	p := buildUDP(udpSpec{f: flowA4, payload: pattern(0, 100)})
+	out, sizes := bufs(2, 1500), make([]int, 2)
+	if n, total, err := SegmentFrom(VirtioNetHdr{}, p, 0, out, sizes); n != 1 || total != 1 || err != nil || !bytes.Equal(out[0][:sizes[0]], p) {
+		t.Fatalf("GSONone: %d, %d, %v", n, total, err)
+	}
+}
+
+// TestErrorsDoNotAllocate: the hot path's error returns are preallocated,
+// so a flood of malformed reads makes no garbage.
+func TestErrorsDoNotAllocate(t *testing.T) {
+	hdr, super := toSuper(buildTCP(tcpSpec{f: flowA4, seq: 1, flags: tcpACK, payload: pattern(0, 5000)}), GSOTCPv4, 1448)
+	bad := append([]byte(nil), super...)
+	bad[9] = protoUDP // protocol mismatch
+	segs, sizes := bufs(8, 1500), make([]int, 8)
+	var v VirtioNetHdr
+	for name, f := range map[string]func() error{
+		"malformed":   func() error { _, err := Segment(hdr, bad, segs, sizes); return err },
+		"few buffers": func() error { _, err := Segment(hdr, super, segs[:2], sizes[:2]); return err },
+		"small":       func() error { _, err := Segment(hdr, super, bufs(8, 100), sizes); return err },
+		"from":        func() error { _, _, err := SegmentFrom(hdr, super, 9, segs, sizes); return err },
+		"gso type":    func() error { _, err := Segment(VirtioNetHdr{GSOType: 9, GSOSize: 1}, super, segs, sizes); return err },
+		"checksum":    func() error { return Checksum(hdr, super) },
+		"decode":      func() error { return v.Decode(super[:3]) },
+		"encode":      func() error { return v.Encode(super[:3]) },
+	} {
+		if f() == nil {
+			t.Fatalf("%s: no error", name)
+		}
+		if name == "small" {
+			continue // bufs allocates; checked below
+		}
+		if a := testing.AllocsPerRun(50, func() { _ = f() }); a != 0 {
+			t.Errorf("%s: %v allocations per error", name, a)
+		}
+	}
+	small := bufs(8, 100)
+	if a := testing.AllocsPerRun(50, func() { _, _ = Segment(hdr, super, small, sizes) }); a != 0 {
+		t.Errorf("small buffers: %v allocations per error", a)
 	}
 }

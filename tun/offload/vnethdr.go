@@ -2,7 +2,6 @@ package offload
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // VirtioNetHdrLen is the size in bytes of struct virtio_net_hdr, the header
@@ -77,7 +76,7 @@ type VirtioNetHdr struct {
 // Decode fills h from the first VirtioNetHdrLen bytes of b.
 func (h *VirtioNetHdr) Decode(b []byte) error {
 	if len(b) < VirtioNetHdrLen {
-		return fmt.Errorf("%w: virtio_net_hdr needs %d bytes, have %d", ErrMalformed, VirtioNetHdrLen, len(b))
+		return errHdrShort
 	}
 	h.Flags = b[0]
 	h.GSOType = b[1]
@@ -91,7 +90,7 @@ func (h *VirtioNetHdr) Decode(b []byte) error {
 // Encode writes h into the first VirtioNetHdrLen bytes of b.
 func (h VirtioNetHdr) Encode(b []byte) error {
 	if len(b) < VirtioNetHdrLen {
-		return fmt.Errorf("%w: virtio_net_hdr needs %d bytes, have %d", ErrShortBuffer, VirtioNetHdrLen, len(b))
+		return errHdrBufShort
 	}
 	h.put(b)
 	return nil
