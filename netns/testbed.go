@@ -136,6 +136,9 @@ type Testbed struct {
 	nsIno     [2]uint64
 	devs      [2]*tun.Device
 	pools     [2]*emu.Pool // up, down
+	// links are the pipelines the forwarder drives (up, down); spares the
+	// ones SetLink retired, whose queue memory the next SetLink reuses.
+	links, spares [2]*pipeline.Pipeline
 	fwd       *forward.Forwarder
 	mounts    []string
 	state     string // state file path, when persistent
@@ -210,10 +213,11 @@ func New(ctx context.Context, cfg Config) (*Testbed, error) {
 	t := &Testbed{name: cfg.Name, cc: cfg.CC, up: cfg.Up, down: cfg.Down, seed: cfg.Seed, offload: !cfg.NoOffload, realtime: !cfg.NoRealtime, advance: !cfg.NoTimerAdvance}
 	t.bufMax = bufferMax(linkRate(cfg.Up, cfg.Down), cfg.Up.MaxDelay()+cfg.Down.MaxDelay(), linkQueueBytes(cfg.Up, cfg.Down))
 	t.pools = [2]*emu.Pool{emu.NewPool(poolPackets(cfg.Up, t.bufMax), poolBufSize), emu.NewPool(poolPackets(cfg.Down, t.bufMax), poolBufSize)}
-	upP, downP, err := buildPipelines(cfg.Up, cfg.Down, cfg.Seed, t.pools)
+	upP, downP, err := buildPipelines(cfg.Up, cfg.Down, cfg.Seed, t.pools, [2]*pipeline.Pipeline{})
 	if err != nil {
 		return nil, err
 	}
+	t.links = [2]*pipeline.Pipeline{upP, downP}
 	if cfg.Persist {
 		for _, s := range []Side{Client, Server} {
 			if _, err := os.Lstat("/run/netns/" + t.NSName(s)); err == nil {
@@ -239,13 +243,13 @@ func New(ctx context.Context, cfg Config) (*Testbed, error) {
 	return t, nil
 }
 
-func buildPipelines(up, down spec.Link, seed uint64, pools [2]*emu.Pool) (*pipeline.Pipeline, *pipeline.Pipeline, error) {
-	upP, err := pipeline.New(up, seed, pools[0])
+func buildPipelines(up, down spec.Link, seed uint64, pools [2]*emu.Pool, reuse [2]*pipeline.Pipeline) (*pipeline.Pipeline, *pipeline.Pipeline, error) {
+	upP, err := pipeline.NewReusing(up, seed, pools[0], reuse[0])
 	if err != nil {
 		return nil, nil, configErr("up link %q: %w", up.String(), err)
 	}
 	// The down direction gets its own stream of random decisions.
-	downP, err := pipeline.New(down, seed^0x9e3779b97f4a7c15, pools[1])
+	downP, err := pipeline.NewReusing(down, seed^0x9e3779b97f4a7c15, pools[1], reuse[1])
 	if err != nil {
 		return nil, nil, configErr("down link %q: %w", down.String(), err)
 	}
@@ -549,7 +553,11 @@ func (t *Testbed) SetLink(up, down spec.Link, seed uint64) error {
 			pools[i] = newPools[i]
 		}
 	}
-	upP, downP, err := buildPipelines(up, down, seed, pools)
+	// The spares were retired (flushed, no longer driven) by the previous
+	// SetLink; a spare is lost to a failed SetLink, which only costs the
+	// next one an allocation.
+	upP, downP, err := buildPipelines(up, down, seed, pools, t.spares)
+	t.spares = [2]*pipeline.Pipeline{}
 	if err != nil {
 		return err
 	}
@@ -579,6 +587,9 @@ func (t *Testbed) SetLink(up, down spec.Link, seed uint64) error {
 		if err := t.fwd.SetLink(i, p, newPools[i]); err != nil {
 			return err
 		}
+		// Forwarder.SetLink returns once its thread flushed the old
+		// pipeline and drives the new one.
+		t.spares[i], t.links[i] = t.links[i], p
 	}
 	t.pools = pools
 	t.up, t.down, t.seed = up, down, seed

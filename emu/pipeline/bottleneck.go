@@ -76,8 +76,13 @@ type cursor struct {
 	idx   int
 }
 
-func newBottleneck(l spec.Link, capacity int) bottleneck {
-	b := bottleneck{q: newRing(capacity)}
+// newBottleneck builds the queue of a bottleneck, in q's memory when q
+// (an empty ring handed over by a retired pipeline) has it.
+func newBottleneck(l spec.Link, capacity int, q ring) bottleneck {
+	if q.buf == nil {
+		q = newRing(capacity)
+	}
+	b := bottleneck{q: q}
 	b.limitPkts, b.limitBytes = l.QueueLimit()
 	if l.Queue == spec.QueueCoDel {
 		target, interval := l.CoDelParams()
@@ -86,16 +91,16 @@ func newBottleneck(l spec.Link, capacity int) bottleneck {
 	return b
 }
 
-func newRateBottleneck(l spec.Link, capacity int) bottleneck {
-	b := newBottleneck(l, capacity)
+func newRateBottleneck(l spec.Link, capacity int, q ring) bottleneck {
+	b := newBottleneck(l, capacity, q)
 	b.kind = bnRate
 	b.rate = l.Rate
 	b.overhead, b.cellSize, b.cellOverhead = int64(l.PacketOverhead), int64(l.CellSize), int64(l.CellOverhead)
 	return b
 }
 
-func newTraceBottleneck(l spec.Link, t *trace.Trace, capacity int) bottleneck {
-	b := newBottleneck(l, capacity)
+func newTraceBottleneck(l spec.Link, t *trace.Trace, capacity int, q ring) bottleneck {
+	b := newBottleneck(l, capacity, q)
 	b.kind = bnTrace
 	ms := t.Timestamps()
 	b.opp = make([]int64, len(ms))

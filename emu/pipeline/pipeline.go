@@ -104,6 +104,18 @@ type decision struct {
 // be valid (spec.Link.Validate; anything from spec.Parse is). A trace file
 // named by l is read here; a bad one is an error naming the file and line.
 func New(l spec.Link, seed uint64, pool *emu.Pool) (*Pipeline, error) {
+	return NewReusing(l, seed, pool, nil)
+}
+
+// NewReusing is New, taking the queue memory of old, a retired pipeline
+// built with the same pool, when it can: reconfiguring a link between
+// samples then allocates nothing in proportion to the pool (megabytes for a
+// link with a large bandwidth-delay product, and a garbage collection in
+// the forwarding process). old must be retired: no driver uses it any more
+// and it holds no packet (Flush emptied it). Its queues are taken from it
+// (it must not be driven again); its counters stay readable. A nil old, or
+// one that does not qualify, makes NewReusing allocate as New does.
+func NewReusing(l spec.Link, seed uint64, pool *emu.Pool, old *Pipeline) (*Pipeline, error) {
 	if pool == nil {
 		return nil, errors.New("pipeline: nil pool")
 	}
@@ -112,7 +124,14 @@ func New(l spec.Link, seed uint64, pool *emu.Pool) (*Pipeline, error) {
 	}
 	p := &Pipeline{pool: pool, link: l, copySlots: 1}
 	capacity := pool.Cap()
-	p.dl = newDelayLine(capacity)
+	var q ring
+	if old != nil && old.pool == pool && old.dl.len() == 0 && old.bn.q.len() == 0 && !old.bn.inTransit {
+		p.dl = old.dl.take(capacity)
+		q = old.bn.q.take(capacity)
+	}
+	if p.dl.fifo.buf == nil {
+		p.dl = newDelayLine(capacity)
+	}
 
 	if l.Duplicate > 0 {
 		p.dupOn = true
@@ -142,13 +161,13 @@ func New(l spec.Link, seed uint64, pool *emu.Pool) (*Pipeline, error) {
 
 	switch {
 	case l.Rate > 0:
-		p.bn = newRateBottleneck(l, capacity)
+		p.bn = newRateBottleneck(l, capacity, q)
 	case l.Trace != "":
 		t, err := trace.Load(l.Trace)
 		if err != nil {
 			return nil, err
 		}
-		p.bn = newTraceBottleneck(l, t, capacity)
+		p.bn = newTraceBottleneck(l, t, capacity, q)
 	}
 	p.fifoJitter = p.bn.kind != bnNone
 	return p, nil

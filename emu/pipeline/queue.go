@@ -42,6 +42,17 @@ func newRing(capacity int) ring {
 
 func (r *ring) len() int { return r.n }
 
+// take hands r's memory over to a new ring when r is empty and holds at
+// least capacity entries (a zero ring otherwise), leaving r without it.
+func (r *ring) take(capacity int) ring {
+	if r.n != 0 || len(r.buf) < capacity {
+		return ring{}
+	}
+	nr := ring{buf: r.buf}
+	*r = ring{}
+	return nr
+}
+
 func (r *ring) push(e entry) {
 	if r.n == len(r.buf) {
 		r.grow()
@@ -174,6 +185,22 @@ type delayLine struct {
 
 func newDelayLine(capacity int) delayLine {
 	return delayLine{fifo: newRing(capacity), heap: newEntryHeap(capacity)}
+}
+
+// take hands d's memory over to a new delay line when d is empty and sized
+// for capacity (a zero delay line otherwise), leaving d without it.
+func (d *delayLine) take(capacity int) delayLine {
+	h := d.heap
+	if d.len() != 0 || cap(h.nodes) < capacity || cap(h.slab) < capacity || cap(h.free) < capacity {
+		return delayLine{}
+	}
+	fifo := d.fifo.take(capacity)
+	if fifo.buf == nil {
+		return delayLine{}
+	}
+	clear(h.slab[:cap(h.slab)]) // drop stale packet references
+	*d = delayLine{}
+	return delayLine{fifo: fifo, heap: entryHeap{nodes: h.nodes[:0], slab: h.slab[:0], free: h.free[:0]}}
 }
 
 func (d *delayLine) len() int { return d.fifo.len() + d.heap.len() }

@@ -121,7 +121,7 @@ func TestTxTimeIsExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 20000; i++ {
 		rate := 1 + r.Uint64N(10_000_000_000_000)
-		b := newRateBottleneck(spec.Link{Rate: rate}, 16)
+		b := newRateBottleneck(spec.Link{Rate: rate}, 16, ring{})
 		for j := 0; j < 5; j++ {
 			size := 20 + r.IntN(1481)
 			rem := r.Uint64N(rate)
