@@ -324,13 +324,20 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 	if na.Browser != "" || nb.Browser != "" {
 		pair("Chromium", orDash(na.Browser), orDash(nb.Browser))
 	}
-	overhead := func(ds *model.Dataset) string {
-		if o, ok := sampleOverhead(ds); ok {
-			return o.String()
+	// per-sample overhead per client, total (stats.ClientOverhead)
+	total := func(ds *model.Dataset, client string) string {
+		for _, o := range stats.DatasetOverheads(ds) {
+			if o.Client == client {
+				return o.Total.String()
+			}
 		}
 		return "–"
 	}
-	pair("per-sample overhead (p50 / p95 / max)", overhead(a), overhead(b))
+	for _, c := range []string{model.ClientBuiltin, model.ClientChromium} {
+		if ta, tb := total(a, c), total(b, c); ta != "–" || tb != "–" {
+			pair("per-sample overhead, "+clientName(c)+" (p50 / p95 / max)", ta, tb)
+		}
+	}
 	if len(na.Warnings) > 0 || len(nb.Warnings) > 0 {
 		warns := func(ws []string) string { return orDash(strings.Join(ws, "; ")) }
 		pair("warnings about the whole run", warns(na.Warnings), warns(nb.Warnings))

@@ -296,44 +296,39 @@ func envRows(ds *model.Dataset, opts Options) []kv {
 	if opts.Browser != "" {
 		rows = append(rows, kv{"Chromium", opts.Browser})
 	}
-	if o, ok := sampleOverhead(ds); ok {
-		rows = append(rows, kv{"per-sample overhead (p50 / p95 / max)", o.String()})
-	}
+	rows = append(rows, overheadRows(ds)...)
 	for _, k := range slices.Sorted(maps.Keys(e.Sysctls)) {
 		rows = append(rows, kv{"sysctl " + k, e.Sysctls[k]})
 	}
 	return rows
 }
 
-// overheadSummary is the distribution of the runner's per-sample overhead
-// (the time a sample cost outside its measured part, docs/metrics.md).
-type overheadSummary struct {
-	P50, P95, Max time.Duration
-	N             int
+// overheadRows renders the per-sample overhead of each client of ds
+// (stats.ClientOverhead): the total, and for the built-in client the
+// link-drain and runner parts.
+func overheadRows(ds *model.Dataset) []kv {
+	var rows []kv
+	for _, o := range stats.DatasetOverheads(ds) {
+		name := clientName(o.Client)
+		rows = append(rows, kv{"per-sample overhead, " + name + " (p50 / p95 / max)", o.Total.String()})
+		if o.Drain.Max > 0 {
+			rows = append(rows,
+				kv{"  of which waiting for connections to close across the link", o.Drain.String()},
+				kv{"  of which the runner's own work", o.Own.String()})
+		}
+	}
+	return rows
 }
 
-func (o overheadSummary) String() string {
-	r := func(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
-	return fmt.Sprintf("%s / %s / %s over %d samples", r(o.P50), r(o.P95), r(o.Max), o.N)
-}
-
-// sampleOverhead summarises the stored overhead of every sample of the run
-// (warm-ups, failed and invalid ones included: each cost its overhead), by
-// nearest rank; ok is false when the run has no sample.
-func sampleOverhead(ds *model.Dataset) (overheadSummary, bool) {
-	if len(ds.Samples) == 0 {
-		return overheadSummary{}, false
+// clientName names a client for readers.
+func clientName(c string) string {
+	switch c {
+	case model.ClientBuiltin:
+		return "built-in client"
+	case model.ClientChromium:
+		return "Chromium (browser start and teardown included)"
 	}
-	d := make([]time.Duration, len(ds.Samples))
-	for i, s := range ds.Samples {
-		d[i] = s.Overhead
-	}
-	slices.Sort(d)
-	rank := func(q float64) time.Duration {
-		i := int(math.Ceil(q*float64(len(d)))) - 1
-		return d[max(0, min(i, len(d)-1))]
-	}
-	return overheadSummary{P50: rank(0.5), P95: rank(0.95), Max: d[len(d)-1], N: len(d)}, true
+	return c
 }
 
 // validity lists the failed and invalid samples per cell with their causes,

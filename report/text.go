@@ -40,8 +40,8 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "quicbench: %s, run %d (%s), seed %d: %d valid samples, %d failed or invalid\n",
 		termSafe(orDash(run.PlanName)), run.ID, termSafe(orDash(run.Status)), run.Seed, counted, failed)
-	if o, ok := sampleOverhead(ds); ok {
-		fmt.Fprintf(ew, "Per-sample overhead (outside the measured part) p50 / p95 / max: %s\n", o)
+	for _, r := range overheadRows(ds) {
+		fmt.Fprintf(ew, "%s%s: %s\n", strings.ToUpper(r.K[:1]), r.K[1:], r.V)
 	}
 	c := an.Config
 	fmt.Fprintf(ew, "Medians per protocol. Verdict: Mann-Whitney U, Holm-corrected over %d comparisons, alpha %g. Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",

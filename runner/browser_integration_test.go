@@ -3,55 +3,21 @@ package runner_test
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/quicbench/quicbench/internal/model"
-	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/store"
 )
 
-// The quick plan's page test, loaded by headless Chromium and by the
-// built-in client over the same links.
-const browserPlan = `
-name: browser-page
-seed: 3
-iterations: 2
-warmup: false
-protocols: [h1, h2, h3]
-timeout: 30s
-scenarios:
-  - name: baseline
-  - name: lossy
-    link: "delay 25ms loss 1%"
-tests:
-  - test: page
-    client: chromium
-    params: {objects: 10, size: 20KB}
-  - test: page
-    client: builtin
-    params: {objects: 10, size: 20KB}
-`
-
-// TestChromiumUsesTheProtocolAskedFor checks, over real namespaces and the
-// emulated link, that every resource of every valid Chromium sample used
-// the protocol of its cell (nextHopProtocol), and that no sample was
-// invalid or failed.
-func TestChromiumUsesTheProtocolAskedFor(t *testing.T) {
-	needRoot(t)
-	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium)")
-	}
-	p, err := plan.Parse("browser.yaml", []byte(browserPlan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "browser.db")
-	runPlan(t, p, db, 0)
-	ds := load(t, db)
-	checkComplete(t, ds)
-	// the environment names the browser
+// checkChromiumSamples checks a run of the quick plan, whose page test
+// headless Chromium loads over real namespaces and the emulated link: the
+// run's environment names the browser, every Chromium sample is valid,
+// loaded the document and its 10 objects, and every resource used the
+// protocol of its cell (nextHopProtocol). It returns the page load times
+// per scenario, client and protocol.
+func checkChromiumSamples(t *testing.T, db string, ds *model.Dataset) map[string][]float64 {
+	t.Helper()
 	st, err := store.OpenExisting(db)
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +36,9 @@ func TestChromiumUsesTheProtocolAskedFor(t *testing.T) {
 	plt := map[string][]float64{}
 	for _, s := range ds.Samples {
 		c := cells[s.CellID]
+		if c.Test != "page" || s.Warmup {
+			continue
+		}
 		if s.Status != model.StatusOK {
 			t.Errorf("%s #%d: %s: %s", c.Key, s.Iteration, s.Status, s.Error)
 			continue
@@ -88,8 +57,17 @@ func TestChromiumUsesTheProtocolAskedFor(t *testing.T) {
 			}
 		}
 	}
-	if browserSamples != 12 {
-		t.Fatalf("%d valid browser samples, want 12", browserSamples)
+	// 2 scenarios x 3 protocols x 5 iterations
+	if browserSamples != 30 {
+		t.Fatalf("%d valid browser samples, want 30", browserSamples)
 	}
-	t.Logf("page load time (ms) per scenario/client/protocol: %v", plt)
+	return plt
+}
+
+// needChromium skips a test when Chromium is not installed.
+func needChromium(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("chromium is not installed (apt-get install chromium)")
+	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
+	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
 
 	_ "modernc.org/sqlite"
@@ -278,6 +281,7 @@ func waitNoChildren(t *testing.T, exe string) {
 // protocol and test, a complete run, and the time it took in the log.
 func TestQuickPlan(t *testing.T) {
 	needRoot(t)
+	needChromium(t) // the page test runs in Chromium too
 	p, err := plan.Builtin("quick")
 	if err != nil {
 		t.Fatal(err)
@@ -285,8 +289,10 @@ func TestQuickPlan(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "quick.db")
 	start := time.Now()
 	sum := runPlan(t, p, db, 0)
-	t.Logf("quick plan: %d samples in %s (%d failed, %d invalid); per-sample overhead p50 %s p95 %s max %s",
-		sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid, sum.OverheadP50, sum.OverheadP95, sum.OverheadMax)
+	t.Logf("quick plan: %d samples in %s (%d failed, %d invalid)", sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid)
+	for _, o := range sum.Overheads {
+		t.Logf("per-sample overhead, %s: total %s; link drain %s; runner's own %s", o.Client, o.Total, o.Drain, o.Own)
+	}
 	ds := load(t, db)
 	checkComplete(t, ds)
 	ok := map[string]int{}
@@ -303,6 +309,10 @@ func TestQuickPlan(t *testing.T) {
 		if ok[c.Test+"/"+c.Protocol] == 0 {
 			t.Errorf("no valid sample for %s over %s", c.Test, c.Protocol)
 		}
+	}
+	plt := checkChromiumSamples(t, db, ds)
+	for _, k := range slices.Sorted(maps.Keys(plt)) {
+		t.Logf("page load time %s: median %.1f ms of %d", k, stats.Median(plt[k]), len(plt[k]))
 	}
 }
 

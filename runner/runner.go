@@ -14,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +26,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
 	"github.com/quicbench/quicbench/workload"
 )
@@ -65,10 +65,12 @@ type Summary struct {
 	Invalid  int
 	Warnings int
 	Elapsed  time.Duration
-	// Overhead is the per-sample time spent outside the measured part
-	// (link reset, control round trips, storing), over this invocation.
-	OverheadP50, OverheadP95, OverheadMax time.Duration
-	Complete                              bool
+	// Overheads is the per-sample time spent outside the measured part
+	// (link reset, waiting for connections to close across the link,
+	// control round trips, storing; browser start for Chromium), per
+	// client, over this invocation.
+	Overheads []stats.ClientOverhead
+	Complete  bool
 }
 
 // ErrInterrupted is returned when the context ends before the run is
@@ -135,7 +137,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 
 	prog := newProgress(opts(r).Progress, r.opts.Mode)
 	defer prog.finish()
-	var overheads []time.Duration
+	var overheads []stats.OverheadSample
 	for i, step := range todo {
 		if ctx.Err() != nil || (r.opts.MaxSamples > 0 && sum.Taken >= r.opts.MaxSamples) {
 			break
@@ -156,7 +158,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 			sum.Invalid++
 		}
 		sum.Warnings += len(s.Warnings)
-		overheads = append(overheads, s.Overhead)
+		overheads = append(overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain})
 		el := time.Since(start)
 		prog.update(step.Cell.Group, Event{
 			Done: sum.Resumed + sum.Taken, Total: sum.Planned, Cell: step.Cell.Key, Iteration: step.Iteration,
@@ -166,7 +168,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		})
 	}
 	sum.Elapsed = time.Since(start)
-	sum.OverheadP50, sum.OverheadP95, sum.OverheadMax = overheadStats(overheads)
+	sum.Overheads = stats.Overheads(overheads)
 	if sum.Resumed+sum.Taken == sum.Planned {
 		sum.Complete = true
 		return sum, r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "complete", time.Now())
@@ -184,19 +186,6 @@ func (r *run) markInterrupted(ctx context.Context) {
 	if r.db != nil && r.runRec.ID != 0 {
 		_ = r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "interrupted", time.Time{})
 	}
-}
-
-func overheadStats(d []time.Duration) (p50, p95, mx time.Duration) {
-	if len(d) == 0 {
-		return
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	idx := func(q float64) time.Duration {
-		i := int(q*float64(len(s))+0.999999) - 1
-		return s[max(0, min(i, len(s)-1))]
-	}
-	return idx(0.5), idx(0.95), s[len(s)-1]
 }
 
 // open creates the run in a new database, or loads the unfinished run of

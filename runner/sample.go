@@ -12,6 +12,7 @@ import (
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/endpoint"
+	"github.com/quicbench/quicbench/forward"
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/netns"
@@ -146,6 +147,7 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	var serverStats []model.TransportStats
 	if len(res.Conns) > 0 {
 		serverStats = r.serverStats(res.Conns)
+		s.Drain = time.Since(mono1)
 	}
 	srvCPU1, srvErr1 := r.srv.cpu()
 	mach1, machErr1 := sysinfo.ReadCPUTimes()
@@ -188,16 +190,11 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	if skew := wall1.Sub(wall0.Round(0)) - mono1.Sub(mono0); skew > clockSkew || skew < -clockSkew {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("wall clock jumped by %v relative to the monotonic clock during the sample", skew))
 	}
-	if d := (fw1up.PoolEmpty - fw0up.PoolEmpty) + (fw1down.PoolEmpty - fw0down.PoolEmpty); d > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("emulator packet pool exhausted: %d packets dropped outside the configured impairments", d))
-	}
+	s.Warnings = append(s.Warnings, forwarderWarnings(fw0up, fw0down, fw1up, fw1down)...)
 	if devUp1, devDown1, err := r.tb.DeviceDrops(); err == nil && devErr == nil {
 		if d := (devUp1 - devUp0) + (devDown1 - devDown0); d > 0 {
 			s.Warnings = append(s.Warnings, fmt.Sprintf("TUN device queues overflowed: %d packets dropped by the kernel outside the configured impairments", d))
 		}
-	}
-	if d := (fw1up.WriteErrors - fw0up.WriteErrors) + (fw1down.WriteErrors - fw0down.WriteErrors); d > 0 {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("emulator: %d packets refused by the TUN device", d))
 	}
 
 	if v, ok := s.Metrics[c.Metric]; ok {
@@ -211,6 +208,28 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		return nil, fmt.Errorf("store sample: %w", err)
 	}
 	return s, nil
+}
+
+// forwarderWarnings turns what the emulator's forwarder counted during a
+// sample (the counters before and after, per direction) into validity
+// warnings: every packet it lost or mangled outside the configured
+// impairments.
+func forwarderWarnings(up0, down0, up1, down1 forward.Stats) []string {
+	delta := func(f func(forward.Stats) uint64) uint64 { return f(up1) - f(up0) + f(down1) - f(down0) }
+	var w []string
+	if d := delta(func(s forward.Stats) uint64 { return s.PoolEmpty }); d > 0 {
+		w = append(w, fmt.Sprintf("emulator packet pool exhausted: %d packets dropped outside the configured impairments", d))
+	}
+	if d := delta(func(s forward.Stats) uint64 { return s.Oversize }); d > 0 {
+		w = append(w, fmt.Sprintf("emulator: %d packets larger than its buffers dropped outside the configured impairments", d))
+	}
+	if d := delta(func(s forward.Stats) uint64 { return s.Malformed }); d > 0 {
+		w = append(w, fmt.Sprintf("emulator: %d malformed offload super-packets dropped", d))
+	}
+	if d := delta(func(s forward.Stats) uint64 { return s.WriteErrors }); d > 0 {
+		w = append(w, fmt.Sprintf("emulator: %d packets refused by the TUN device", d))
+	}
+	return w
 }
 
 // overheadMeter measures each sample's overhead: the time from the start

@@ -294,7 +294,9 @@ func TestExportFormatsAgree(t *testing.T) {
 		if get("sample_id") != strconv.FormatInt(s.ID, 10) || get("seed") != strconv.FormatUint(s.Seed, 10) ||
 			get("started") != s.Started.Format(time.RFC3339Nano) || get("status") != string(s.Status) ||
 			get("down_bytes_in") != strconv.FormatUint(s.LinkDown.BytesIn, 10) ||
-			get("error") != s.Error || get("n_warnings") != strconv.Itoa(len(s.Warnings)) {
+			get("error") != s.Error || get("n_warnings") != strconv.Itoa(len(s.Warnings)) ||
+			get("overhead_ns") != strconv.FormatInt(int64(s.Overhead), 10) ||
+			get("drain_ns") != strconv.FormatInt(int64(s.Drain), 10) || s.Drain == 0 {
 			t.Errorf("sample row %d = %v does not match %+v", i, row, s)
 		}
 		if want := csvField(s.Value); get("value") != want {

@@ -72,6 +72,7 @@ func fullSample(cellID int64, iteration, points int) model.Sample {
 		Started:   time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC).Add(time.Duration(k) * 1234567891),
 		Wall:      time.Duration(k) * 3141592,
 		Overhead:  time.Duration(k) * 2718,
+		Drain:     time.Duration(k) * 1414,
 		Status:    model.StatusOK,
 		Value:     9.25 + float64(k)/7,
 		Metrics: map[string]float64{

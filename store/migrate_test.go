@@ -92,6 +92,9 @@ func TestMigrateOlderSchema(t *testing.T) {
 			if version < 2 {
 				wantBrowser = ""
 			}
+			if version < 4 {
+				want.Drain = 0
+			}
 			if version < 3 {
 				for i := range want.Transport {
 					want.Transport[i].CongestionStateChanges = 0

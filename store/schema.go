@@ -191,6 +191,10 @@ ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/15
 	`
 ALTER TABLE transport_stats ADD COLUMN congestion_state_changes INTEGER NOT NULL DEFAULT 0;  -- QUIC; 0 for TCP and before version 3
 `,
+	// 4: the link drain part of a sample's overhead (Sample.Drain).
+	`
+ALTER TABLE samples ADD COLUMN drain_ns INTEGER NOT NULL DEFAULT 0;  -- part of overhead_ns; 0 before version 4
+`,
 }
 
 // migrate brings the schema up to the newest version in one transaction.

@@ -165,9 +165,12 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 	}
 	fmt.Fprintf(env.Stderr, "\nrun %d %s: %d/%d samples stored (%d taken now, %d failed, %d invalid, %d warnings) in %s\n",
 		s.RunID, state, s.Resumed+s.Taken, s.Planned, s.Taken, s.Failed, s.Invalid, s.Warnings, s.Elapsed.Round(1e8))
-	if s.Taken > 0 {
-		fmt.Fprintf(env.Stderr, "per-sample overhead (outside the measured transfer): p50 %s, p95 %s, max %s\n",
-			s.OverheadP50.Round(1e4), s.OverheadP95.Round(1e4), s.OverheadMax.Round(1e4))
+	for _, o := range s.Overheads {
+		fmt.Fprintf(env.Stderr, "per-sample overhead outside the measured part, %s (p50 / p95 / max): %s\n", o.Client, o.Total)
+		if o.Drain.Max > 0 {
+			fmt.Fprintf(env.Stderr, "  of which waiting for connections to close across the link: %s\n", o.Drain)
+			fmt.Fprintf(env.Stderr, "  of which the runner's own work: %s\n", o.Own)
+		}
 	}
 }
 

@@ -209,8 +209,14 @@ type Sample struct {
 	Started   time.Time
 	Wall      time.Duration // wall time of the measured part
 	Overhead  time.Duration // everything around the measured part (setup, reset, bookkeeping)
-	Status    Status
-	Error     string // cause when Status != StatusOK
+	// Drain is the part of Overhead spent waiting, after the measured part,
+	// for the sample's connections to close across the emulated link (the
+	// server's final transport statistics), so that no packet of this
+	// sample is in flight when the link is reset for the next one: about
+	// one one-way delay of the link.
+	Drain  time.Duration
+	Status Status
+	Error  string // cause when Status != StatusOK
 
 	Value   float64            // the cell's primary metric (Cell.Metric)
 	Metrics map[string]float64 // every scalar metric of the test, by name (docs/metrics.md)
