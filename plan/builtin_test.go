@@ -13,7 +13,7 @@ import (
 // study designs (see each plan's comments).
 var builtinCounts = map[string]Counts{
 	// 2 scenarios x 5 tests x 3 protocols = 30 cells x 5 iterations, +30 warm-ups.
-	"quick": {Cells: 30, Samples: 150, Warmups: 30},
+	"quick": {Cells: 36, Samples: 180, Warmups: 36},
 	// Study A, per scenario and protocol: latency, ttfb, download 5MB, upload,
 	// multiplex 10x100KB, multiplex 4x1MB, stream, download 3.4MB, multiplex
 	// 3x3.4MB, page = 10 cells, plus handshake full/resumed (h2) and
@@ -37,7 +37,7 @@ var builtinCounts = map[string]Counts{
 
 // Quick variants: 2 iterations, no warm-up.
 var quickCounts = map[string]int{
-	"quick": 30, // both scenarios kept, every list single-valued
+	"quick": 36, // both scenarios kept, every list single-valued but the page test's two clients
 	// baseline + bad-network; 3.4MB download capped to 1MB repeats the 5MB
 	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21.
 	"degraded-networks":   42,
