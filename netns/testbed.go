@@ -139,13 +139,13 @@ type Testbed struct {
 	// links are the pipelines the forwarder drives (up, down); spares the
 	// ones SetLink retired, whose queue memory the next SetLink reuses.
 	links, spares [2]*pipeline.Pipeline
-	fwd       *forward.Forwarder
-	mounts    []string
-	state     string // state file path, when persistent
-	offload   bool   // TUN devices with TSO/USO (virtio_net_hdr)
-	realtime  bool   // SCHED_FIFO forwarding threads
-	advance   bool   // forward.Options.TimerAdvance
-	offloads  int    // the TUN_F_* flags the devices accepted
+	fwd           *forward.Forwarder
+	mounts        []string
+	state         string // state file path, when persistent
+	offload       bool   // TUN devices with TSO/USO (virtio_net_hdr)
+	realtime      bool   // SCHED_FIFO forwarding threads
+	advance       bool   // forward.Options.TimerAdvance
+	offloads      int    // the TUN_F_* flags the devices accepted
 
 	mu      sync.Mutex
 	up      spec.Link
