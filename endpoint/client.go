@@ -101,8 +101,10 @@ type FetchSpec struct {
 	// QlogDir, if set, receives a qlog file per QUIC connection.
 	QlogDir string
 	// NoQUICEvents turns quic-go's per-packet event tracing off (unless
-	// QlogDir is set): QUIC's PTOCount, CongestionEvents,
-	// CongestionStateChanges and Retransmits then stay zero. Use it where CPU cost is measured: tracing makes
+	// QlogDir is set): QUIC's PTOCount, CongestionEvents and
+	// CongestionStateChanges are then model.NotMeasured, and Retransmits
+	// counts every packet declared lost (MTU probes included). Use it
+	// where CPU cost is measured: tracing makes
 	// quic-go build an event per packet, which TCP's TCP_INFO does not cost.
 	NoQUICEvents bool
 }

@@ -95,11 +95,13 @@ func summarizeTransport(samples []*model.Sample) TransportSummary {
 	for _, s := range samples {
 		var r, l, p, sr, mr, cw float64
 		var nsr, ncw int
+		ptoKnown := true // every connection reported its PTO count
 		mr = math.Inf(1)
 		for _, t := range s.Transport {
 			r += float64(t.Retransmits)
 			l += float64(t.PacketsLost)
 			p += float64(t.PTOCount)
+			ptoKnown = ptoKnown && t.PTOCount != model.NotMeasured
 			if t.SmoothedRTTms > 0 {
 				sr += t.SmoothedRTTms
 				nsr++
@@ -116,7 +118,9 @@ func summarizeTransport(samples []*model.Sample) TransportSummary {
 			conns = append(conns, float64(n))
 			retr = append(retr, r)
 			lost = append(lost, l)
-			pto = append(pto, p)
+			if ptoKnown {
+				pto = append(pto, p)
+			}
 		}
 		if nsr > 0 {
 			srtt = append(srtt, sr/float64(nsr))

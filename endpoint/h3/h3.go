@@ -33,7 +33,9 @@ const MethodGet0RTT = http3.MethodGet0RTT
 
 // Flow-control windows, equal for client and server and matched by the
 // HTTP/2 settings of package endpoint, so that flow control is not what
-// limits either protocol below a bandwidth-delay product of 16 MiB.
+// limits either protocol below a bandwidth-delay product of 16 MiB. QUIC
+// starts with them (no auto-tuning from quic-go's 512 KiB default), as
+// HTTP/2 in Go does: its windows are fixed at these sizes.
 const (
 	StreamWindow = 16 << 20
 	ConnWindow   = 32 << 20
@@ -44,9 +46,9 @@ const (
 // handshake after 5 s without a packet from the peer or 10 s in all).
 func quicConfig(handshake, idle time.Duration) *quic.Config {
 	c := &quic.Config{
-		InitialStreamReceiveWindow:     512 << 10,
+		InitialStreamReceiveWindow:     StreamWindow,
 		MaxStreamReceiveWindow:         StreamWindow,
-		InitialConnectionReceiveWindow: 768 << 10,
+		InitialConnectionReceiveWindow: ConnWindow,
 		MaxConnectionReceiveWindow:     ConnWindow,
 		MaxIncomingStreams:             1000,
 		MaxIncomingUniStreams:          100,
@@ -78,9 +80,9 @@ type ServerConfig struct {
 	// QlogDir, when not empty, receives one qlog file per connection.
 	QlogDir string
 	// NoEvents turns quic-go's event tracing off (unless QlogDir is set):
-	// PTOCount, CongestionEvents, CongestionStateChanges and Retransmits
-	// then stay zero. Tracing makes quic-go build an event per packet,
-	// which costs CPU.
+	// PTOCount, CongestionEvents and CongestionStateChanges are then
+	// model.NotMeasured and Retransmits counts every packet declared lost.
+	// Tracing makes quic-go build an event per packet, which costs CPU.
 	NoEvents bool
 	// IdleTimeout closes connections idle that long (0: quic-go's 30 s).
 	IdleTimeout time.Duration

@@ -184,7 +184,12 @@ func statsFrom(s quic.ConnectionStats, c *counters) model.TransportStats {
 		PacketsLost:        int64(s.PacketsLost),
 		BytesRetransmitted: int64(s.BytesLost),
 	}
-	if c != nil {
+	if c == nil {
+		// Untraced: every packet declared lost had its frames sent again;
+		// the event-only counts were not measured.
+		ts.Retransmits = int64(s.PacketsLost)
+		ts.PTOCount, ts.CongestionEvents, ts.CongestionStateChanges = model.NotMeasured, model.NotMeasured, model.NotMeasured
+	} else {
 		ts.Retransmits = c.lost.Load()
 		ts.PTOCount = c.ptos.Load()
 		ts.CongestionEvents = c.recoveries.Load()

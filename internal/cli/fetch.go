@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -254,8 +255,12 @@ func printFetch(w io.Writer, spec endpoint.FetchSpec, res *endpoint.FetchResult)
 	fmt.Fprintln(tw, "conn\tlocal\tstart ms\tconnected ms\thandshake ms\tsrtt ms\tmin rtt ms\tcwnd B\tsent pkts\tlost\tretrans\tPTO/RTO\tcc\trequests\t")
 	for i, c := range res.Conns {
 		t := c.Transport
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t\n", i, c.Local, ms(c.Start), ms(c.Connected), ms(c.Handshake),
-			t.SmoothedRTTms, t.MinRTTms, t.CwndBytes, t.PacketsSent, t.PacketsLost, t.Retransmits, t.PTOCount, t.CongestionAlgo, c.Requests)
+		pto := "–" // not measured (QUIC without event tracing)
+		if t.PTOCount != model.NotMeasured {
+			pto = strconv.FormatInt(t.PTOCount, 10)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t\n", i, c.Local, ms(c.Start), ms(c.Connected), ms(c.Handshake),
+			t.SmoothedRTTms, t.MinRTTms, t.CwndBytes, t.PacketsSent, t.PacketsLost, t.Retransmits, pto, t.CongestionAlgo, c.Requests)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)

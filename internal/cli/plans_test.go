@@ -28,8 +28,8 @@ func TestPlansList(t *testing.T) {
 	if len(lines) != 1+len(plan.BuiltinNames()) || !strings.HasPrefix(lines[0], "NAME") {
 		t.Fatalf("table:\n%s", out)
 	}
-	// quick: 30 cells, 180 samples, quick variant 60
-	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "30" || f[2] != "180" || f[3] != "60" {
+	// quick: 36 cells, 216 samples, quick variant 72
+	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "36" || f[2] != "216" || f[3] != "72" {
 		t.Errorf("quick row %q", lines[1])
 	}
 	for i, name := range plan.BuiltinNames() {
@@ -86,7 +86,7 @@ func TestPlansValidate(t *testing.T) {
 		!strings.Contains(errs, "quicbench: invalid plan: "+bad) {
 		t.Errorf("stderr %q", errs)
 	}
-	if !strings.Contains(out, good+": ok") || !strings.Contains(out, `quick: ok: plan "quick", 2 scenarios, 30 cells, 180 samples`) {
+	if !strings.Contains(out, good+": ok") || !strings.Contains(out, `quick: ok: plan "quick", 2 scenarios, 36 cells, 216 samples`) {
 		t.Errorf("stdout %q", out)
 	}
 	code, _, errs = runCLI(t, "plans", "validate", filepath.Join(dir, "missing.yaml"))

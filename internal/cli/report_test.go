@@ -176,7 +176,7 @@ func TestCompareCommand(t *testing.T) {
 	for _, s := range []string{
 		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>–</td></tr>`,
 		`<tr><th>warnings about the whole run</th><td>machine has only 2 CPUs</td><td>machine has only 2 CPUs</td></tr>`,
-		`<th>per-sample overhead (p50 / p95 / max)</th>`,
+		`<th>per-sample overhead, built-in client (p50 / p95 / max)</th>`,
 	} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("compare.html lacks %q", s)

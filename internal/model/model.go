@@ -150,6 +150,11 @@ type TransportStats struct {
 	CongestionStateChanges int64
 }
 
+// NotMeasured marks a TransportStats count that the connection's stack did
+// not report: QUIC's PTOCount, CongestionEvents and CongestionStateChanges
+// without quic-go's event tracing. Readers show it as missing, never as 0.
+const NotMeasured = -1
+
 // CPUUsage is the CPU time the client and server processes spent during one
 // sample, from getrusage in each process.
 type CPUUsage struct {
