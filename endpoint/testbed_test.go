@@ -6,9 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,13 +20,36 @@ import (
 	"github.com/quicbench/quicbench/netns"
 )
 
-// These tests run the endpoints across the emulated link of a real testbed:
-// the server in this process inside the server namespace (its sockets are
-// created there), the client as a re-executed test binary inside the client
-// namespace (Fetch opens sockets from several goroutines, so it cannot run
-// on one namespace-bound thread).
+// These tests run the endpoints across the emulated link of a real testbed,
+// each in a process of its own inside its namespace, as quicbench run does:
+// the server and the client as re-executed test binaries. Neither may run
+// in this process, which hosts the emulator: its forwarding threads keep
+// their Go scheduler slots while they sleep, and timer-driven code sharing
+// the process (quic-go's pacing and acknowledgement timers) then stalls for
+// milliseconds at a time (measured: h3 at 15 Mbit/s instead of 1.2 Gbit/s).
 
-const helperEnv = "QB_ENDPOINT_FETCH_HELPER"
+const (
+	helperEnv      = "QB_ENDPOINT_FETCH_HELPER"
+	serveHelperEnv = "QB_ENDPOINT_SERVE_HELPER"
+)
+
+// TestServeHelperProcess is not a test: it is the server process of the
+// testbed tests, run inside the server namespace and controlled over its
+// standard input and output (ServeControl) until its input ends.
+func TestServeHelperProcess(t *testing.T) {
+	host := os.Getenv(serveHelperEnv)
+	if host == "" {
+		t.Skip("helper process for the testbed tests")
+	}
+	srv, err := StartServer(context.Background(), ServerConfig{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := ServeControl(context.Background(), srv, os.Stdin, os.Stdout); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // helperJob is what the helper process fetches.
 type helperJob struct {
@@ -60,8 +85,8 @@ func TestFetchHelperProcess(t *testing.T) {
 }
 
 type testbedRig struct {
-	tb  *netns.Testbed
-	srv *Server
+	tb   *netns.Testbed
+	info ServerInfo // of the server process
 }
 
 func newTestbedRig(t testing.TB, link string) *testbedRig {
@@ -88,27 +113,43 @@ func newTestbedRig(t testing.TB, link string) *testbedRig {
 		}
 	})
 	r := &testbedRig{tb: tb}
-	err = tb.Do(netns.Server, func() error {
-		var err error
-		r.srv, err = StartServer(context.Background(), ServerConfig{Host: tb.Addr(netns.Server).String(), Logf: t.Logf})
-		return err
-	})
+	cmd := tb.Command(context.Background(), netns.Server, os.Args[0], "-test.run=^TestServeHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), serveHelperEnv+"="+tb.Addr(netns.Server).String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatalf("server in the server namespace: %v", err)
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.srv.Close() })
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("server process in the server namespace: %v", err)
+	}
+	// Registered before the testbed's Close: cleanups run last first.
+	t.Cleanup(func() {
+		stdin.Close() // ends ServeControl, then the process
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("server process: %v", err)
+		}
+	})
+	if r.info, err = NewControlClient(stdout, stdin).Ready(); err != nil {
+		t.Fatalf("server process: %v", err)
+	}
 	return r
 }
 
 // fetch runs spec in the client namespace.
 func (r *testbedRig) fetch(t testing.TB, s FetchSpec) *FetchResult {
 	t.Helper()
-	s.Addr = r.srv.Addr()
+	host := r.tb.Addr(netns.Server).String()
+	s.Addr = net.JoinHostPort(host, strconv.Itoa(r.info.Port))
 	if s.Proto == model.ProtoH1C {
-		s.Addr = r.srv.PlainAddr()
+		s.Addr = net.JoinHostPort(host, strconv.Itoa(r.info.PlainPort))
 	}
 	out := filepath.Join(t.TempDir(), "result.json")
-	job, _ := json.Marshal(helperJob{Spec: s, CAPEM: r.srv.Info().CAPEM, Out: out})
+	job, _ := json.Marshal(helperJob{Spec: s, CAPEM: r.info.CAPEM, Out: out})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := r.tb.Command(ctx, netns.Client, os.Args[0], "-test.run=^TestFetchHelperProcess$", "-test.count=1")
