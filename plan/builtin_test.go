@@ -224,15 +224,15 @@ func TestDegradedNetworksDesign(t *testing.T) {
 		t.Errorf("stream cell %+v", c)
 	}
 	for key, iters := range map[string]int{
-		"realistic/latency/requests=20,size=0B/h2/builtin/cubic":   100,
-		"realistic/ttfb/size=1KB/h2/builtin/cubic":                 100,
-		"loss-2/multiplex/objects=10,size=100KB/h3/builtin/cubic":  100,
-		"loss-2/multiplex/objects=4,size=1MB/h3/builtin/cubic":     100,
-		"baseline/download/size=3.4MB/h2/builtin/cubic":            30,
-		"baseline/multiplex/objects=3,size=3.4MB/h2/builtin/cubic": 30,
-		"baseline/upload/size=5MB/h3/builtin/cubic":                30,
-		"baseline/page/objects=20,size=25KB/h3/builtin/cubic":      30,
-		"baseline/handshake/mode=0rtt/h3/builtin/cubic":            30,
+		"realistic/latency/requests=20,size=0B/h2/builtin/cubic":              100,
+		"realistic/ttfb/size=1KB/h2/builtin/cubic":                            100,
+		"loss-2/multiplex/objects=10,size=100KB/h3/builtin/cubic":             100,
+		"loss-2/multiplex/objects=4,size=1MB/h3/builtin/cubic":                100,
+		"baseline/download/size=3.4MB/h2/builtin/cubic":                       30,
+		"baseline/multiplex/objects=3,size=3.4MB/h2/builtin/cubic":            30,
+		"baseline/upload/size=5MB/h3/builtin/cubic":                           30,
+		"baseline/page/objects=20,size=25KB,connection=cold/h3/builtin/cubic": 30,
+		"baseline/handshake/mode=0rtt/h3/builtin/cubic":                       30,
 	} {
 		if cells[key].Iterations != iters {
 			t.Errorf("%s: %d iterations; want %d", key, cells[key].Iterations, iters)
@@ -277,10 +277,10 @@ func TestPageLoadGridDesign(t *testing.T) {
 	}
 	cells, _ := p.Expand()
 	c := cells[0]
-	if c.Key != "rate=2mbit,delay=9ms,loss=0%/page/objects=5,size=4KB/h1/builtin/cubic" || c.Iterations != 100 || c.Metric != "plt_ms" {
+	if c.Key != "rate=2mbit,delay=9ms,loss=0%/page/objects=5,size=4KB,connection=cold/h1/builtin/cubic" || c.Iterations != 100 || c.Metric != "plt_ms" {
 		t.Errorf("first cell %+v", c)
 	}
-	wantF := []model.Factor{{Name: "rate", Value: "2mbit"}, {Name: "delay", Value: "9ms"}, {Name: "loss", Value: "0%"}, {Name: "objects", Value: "5"}, {Name: "size", Value: "4KB"}}
+	wantF := []model.Factor{{Name: "rate", Value: "2mbit"}, {Name: "delay", Value: "9ms"}, {Name: "loss", Value: "0%"}, {Name: "objects", Value: "5"}, {Name: "size", Value: "4KB"}, {Name: "connection", Value: "cold"}}
 	if !reflect.DeepEqual(c.Factors, wantF) {
 		t.Errorf("factors %v; want %v", c.Factors, wantF)
 	}
@@ -320,7 +320,7 @@ func TestThreeSitesDesign(t *testing.T) {
 	cells := cellsBy(t, "three-sites")
 	for _, site := range GeneratedSites {
 		for _, proto := range []string{"h1", "h2", "h3"} {
-			c, ok := cells["lighthouse-desktop/site/site="+site+"/"+proto+"/chromium/cubic"]
+			c, ok := cells["lighthouse-desktop/site/site="+site+",connection=cold/"+proto+"/chromium/cubic"]
 			if !ok || c.Client != "chromium" || c.LinkDown != "rate 10.24mbit" || c.LinkUp != "rate 10.24mbit" || c.Iterations != 30 {
 				t.Errorf("%s %s: %+v", site, proto, c)
 			}

@@ -226,7 +226,7 @@ scenarios: [{name: a}]
 tests:
   - test: page
     params: {object: 5}
-`, `plan.yaml:5:14: tests[0].params: unknown key "object", did you mean "objects"? (allowed: objects, size)`},
+`, `plan.yaml:5:14: tests[0].params: unknown key "object", did you mean "objects"? (allowed: objects, size, connection)`},
 		{"unknown protocol", `
 protocols: [h2, http3]
 scenarios: [{name: a}]
@@ -338,6 +338,18 @@ plan.yaml:9:55: tests[0].params.size[1]: "1KB": listed twice (as 1KB)`},
 scenarios: [{name: a}]
 tests: [{test: handshake, params: {mode: zero-rtt}}]
 `, `plan.yaml:3:42: tests[0].params.mode: "zero-rtt": unknown mode (allowed: full, resumed, 0rtt)`},
+		{"bad connection", `
+scenarios: [{name: a}]
+tests:
+  - test: page
+    params: {connection: [cold, hot]}
+  - test: site
+    params: {site: site-19x1mb, connection: Warm}
+  - test: download
+    params: {connection: warm}
+`, `plan.yaml:5:33: tests[0].params.connection[1]: "hot": unknown connection (allowed: cold, warm)
+plan.yaml:7:45: tests[1].params.connection: "Warm": unknown connection (allowed: cold, warm)
+plan.yaml:9:14: tests[2].params: unknown key "connection" (allowed: size)`},
 		{"empty tests", `
 scenarios: [{name: a}]
 tests: []
@@ -421,8 +433,8 @@ tests:
 	wantKeys := []string{
 		"a/download/size=1MB/h2/builtin/cubic", "a/download/size=1MB/h3/builtin/cubic",
 		"a/download/size=1MB/tcp/builtin/cubic", "a/download/size=1MB/quic/builtin/cubic",
-		"a/page/objects=10,size=10KB/h2/builtin/cubic", "a/page/objects=10,size=10KB/h3/builtin/cubic",
-		"a/page/objects=10,size=10KB/h2/chromium/cubic", "a/page/objects=10,size=10KB/h3/chromium/cubic",
+		"a/page/objects=10,size=10KB,connection=cold/h2/builtin/cubic", "a/page/objects=10,size=10KB,connection=cold/h3/builtin/cubic",
+		"a/page/objects=10,size=10KB,connection=cold/h2/chromium/cubic", "a/page/objects=10,size=10KB,connection=cold/h3/chromium/cubic",
 	}
 	if !reflect.DeepEqual(keys, wantKeys) {
 		t.Errorf("keys\n%s", strings.Join(keys, "\n"))
@@ -613,7 +625,7 @@ tests:
 		{Segments: 30, Interval: 1500 * time.Millisecond, Size: 1 << 20},
 		{Requests: 20},
 		{Mode: "resumed"},
-		{Site: "./x"},
+		{Site: "./x", Connection: ConnCold},
 	}
 	for i, c := range cells {
 		got, err := CellParams(&c)
@@ -628,6 +640,92 @@ tests:
 	bad = model.Cell{Key: "k", Test: "page"}
 	if _, err := CellParams(&bad); err == nil || err.Error() != "cell k: missing parameter objects" {
 		t.Errorf("bad cell: %v", err)
+	}
+}
+
+func TestConnectionParam(t *testing.T) {
+	p := mustParse(t, `
+protocols: [h2, h3]
+client: [builtin, chromium]
+scenarios: [{name: a}]
+tests:
+  - test: page
+    params: {objects: 4, connection: [cold, warm]}
+  - test: site
+    client: chromium
+    params: {site: site-19x1mb, connection: warm}
+  - test: site
+    client: chromium
+    protocols: [h3]
+    params: {site: site-56x2mb}
+`)
+	cells, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	conn := map[string]string{}
+	for _, c := range cells {
+		keys = append(keys, c.Key)
+		cp, err := CellParams(&c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.Key, err)
+		}
+		conn[c.Key] = cp.Connection
+	}
+	want := []string{
+		"a/page/objects=4,size=10KB,connection=cold/h2/builtin/cubic", "a/page/objects=4,size=10KB,connection=cold/h3/builtin/cubic",
+		"a/page/objects=4,size=10KB,connection=cold/h2/chromium/cubic", "a/page/objects=4,size=10KB,connection=cold/h3/chromium/cubic",
+		"a/page/objects=4,size=10KB,connection=warm/h2/builtin/cubic", "a/page/objects=4,size=10KB,connection=warm/h3/builtin/cubic",
+		"a/page/objects=4,size=10KB,connection=warm/h2/chromium/cubic", "a/page/objects=4,size=10KB,connection=warm/h3/chromium/cubic",
+		"a/site/site=site-19x1mb,connection=warm/h2/chromium/cubic", "a/site/site=site-19x1mb,connection=warm/h3/chromium/cubic",
+		"a/site/site=site-56x2mb,connection=cold/h3/chromium/cubic",
+	}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys\n%s\nwant\n%s", strings.Join(keys, "\n"), strings.Join(want, "\n"))
+	}
+	for k, v := range conn {
+		wantConn := ConnCold
+		if strings.Contains(k, "connection=warm") {
+			wantConn = ConnWarm
+		}
+		if v != wantConn {
+			t.Errorf("%s: connection %q, want %q", k, v, wantConn)
+		}
+	}
+	// Cold and warm cells of one configuration are distinct groups, each
+	// with its protocols paired inside.
+	groups := map[string]int{}
+	for _, c := range cells {
+		groups[c.Group]++
+	}
+	for _, g := range []string{"a/page/objects=4,size=10KB,connection=cold/chromium/cubic", "a/page/objects=4,size=10KB,connection=warm/chromium/cubic"} {
+		if groups[g] != 2 {
+			t.Errorf("group %s has %d cells, want 2 (h2 and h3)", g, groups[g])
+		}
+	}
+	// The canonical rendering keeps the parameter.
+	q, err := Parse("render.yaml", p.YAML())
+	if err != nil {
+		t.Fatalf("rendered plan: %v\n%s", err, p.YAML())
+	}
+	if q.Hash() != p.Hash() {
+		t.Errorf("rendered plan hashes differently:\n%s", p.YAML())
+	}
+	// The quick variant keeps the connection values.
+	quick, err := p.Quick()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qc, _ := quick.Expand()
+	warm := 0
+	for _, c := range qc {
+		if v, _ := c.Factor("connection"); v == ConnWarm {
+			warm++
+		}
+	}
+	if warm == 0 {
+		t.Errorf("the quick plan lost the warm cells")
 	}
 }
 

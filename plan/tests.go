@@ -30,6 +30,18 @@ const (
 	ModeZeroRTT = "0rtt"    // resumption with the request sent as 0-RTT early data
 )
 
+// Connection kinds (the connection parameter of the page and site tests).
+const (
+	// ConnCold: every sample starts from nothing: fresh connections (and,
+	// in Chromium, a fresh profile with the cache disabled).
+	ConnCold = "cold"
+	// ConnWarm: the measured load runs over connections that were already
+	// established and used within the same sample (Chromium: a fresh
+	// profile, one unmeasured priming load of the same page, then the
+	// measured load with the HTTP cache disabled).
+	ConnWarm = "warm"
+)
+
 // GeneratedSites are the names of the static sites quicbench generates and
 // serves for the site test, shaped like study D's three web sites
 // (requests x total weight).
@@ -77,6 +89,9 @@ const (
 var (
 	pSize100GB = paramDef{name: "size", kind: kindSize, min: 1, max: 100 * gb, quickMax: mb}
 	pObjects   = paramDef{name: "objects", kind: kindInt, def: "10", min: 1, max: 1000, quickMax: 10}
+	// pConnection comes last among the page and site parameters, so that
+	// it is the last part of their cell keys' parameter list.
+	pConnection = paramDef{name: "connection", kind: kindEnum, def: ConnCold, enum: []string{ConnCold, ConnWarm}}
 )
 
 func withDefault(p paramDef, def string) paramDef { p.def = def; return p }
@@ -110,9 +125,11 @@ var testDefs = []testDef{
 	{name: TestPage, metric: "plt_ms", unit: "ms", browser: true, params: []paramDef{
 		pObjects,
 		{name: "size", kind: kindSize, def: "10KB", min: 1, max: 1 * gb, quickMax: mb},
+		pConnection,
 	}},
 	{name: TestSite, metric: "plt_ms", unit: "ms", browser: true, params: []paramDef{
 		{name: "site", kind: kindSite},
+		pConnection,
 	}},
 	{name: TestCPU, metric: "cpu_s_per_mb", unit: "s/MB", params: []paramDef{
 		{name: "size", kind: kindSize, def: "100MB", min: 1, max: 100 * gb, quickMax: 10 * mb},
@@ -247,6 +264,8 @@ type Params struct {
 	Segments int           // stream: number of segments
 	Interval time.Duration // stream: time between segments
 	Site     string        // site: a generated site name or a directory path
+	// Connection is page, site: ConnCold or ConnWarm.
+	Connection string
 }
 
 // CellParams decodes the test parameters of a cell produced by Expand.
@@ -277,6 +296,8 @@ func CellParams(c *model.Cell) (Params, error) {
 			p.Mode = v
 		case "site":
 			p.Site = v
+		case "connection":
+			p.Connection = v
 		}
 		if err != nil {
 			return p, fmt.Errorf("cell %s: parameter %s: %v", c.Key, d.name, err)

@@ -42,6 +42,15 @@ const (
 var Tests = []string{TestLatency, TestTTFB, TestHandshake, TestDownload, TestUpload,
 	TestMultiplex, TestStream, TestPage, TestSite, TestCPU}
 
+// Connection kinds of the page and site tests (their connection parameter).
+const (
+	// ConnCold: the sample starts from nothing (the default).
+	ConnCold = plan.ConnCold
+	// ConnWarm: the measured load runs over connections the same sample
+	// established and used before.
+	ConnWarm = plan.ConnWarm
+)
+
 // HOLBin is the width of the bins of the head-of-line timelines.
 const HOLBin = 10 * time.Millisecond
 
@@ -71,6 +80,17 @@ type Request struct {
 	QUICEvents bool          `json:"quic_events"`
 	Target     Target        `json:"target"`
 	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+}
+
+// Connection returns the connection parameter of a page or site request:
+// ConnCold (also when the parameter is absent) or ConnWarm.
+func (r *Request) Connection() (string, error) {
+	switch v := params(r.Params).str("connection", ConnCold); v {
+	case ConnCold, ConnWarm:
+		return v, nil
+	default:
+		return "", fmt.Errorf("connection %q: want %s or %s", v, ConnCold, ConnWarm)
+	}
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -163,10 +183,10 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	case TestPage:
 		n, s := p.int("objects", 10), p.str("size", "8KB")
 		spec.Paths = []string{fmt.Sprintf("/page/%d/%s", n, url.PathEscape(s))}
-		return page(ctx, spec)
+		return page(ctx, spec, req)
 	case TestSite:
 		spec.Paths = []string{sitePath(p)}
-		return page(ctx, spec)
+		return page(ctx, spec, req)
 	case TestCPU:
 		return e.cpu(ctx, spec, p)
 	}
@@ -547,13 +567,35 @@ func SegmentArrivals(chunks []endpoint.Chunk, size int64, segs int) []int64 {
 	return out
 }
 
-func page(ctx context.Context, spec endpoint.FetchSpec) (*Result, error) {
-	spec.Page = true
+// page loads spec.Paths[0] as a page. With connection warm the endpoint
+// first opens the connection and completes one unmeasured /echo on it, and
+// the measured load (document, then its objects) starts on that connection;
+// h1 and h1c open further connections for the objects as the page needs
+// them, as in a cold load.
+func page(ctx context.Context, spec endpoint.FetchSpec, req Request) (*Result, error) {
+	conn, err := req.Connection()
+	if err != nil {
+		return nil, err
+	}
+	warm := conn == ConnWarm
+	spec.Page, spec.Warm = true, warm
 	fr, res, err := fetch(ctx, spec)
 	if err != nil {
 		return res, err
 	}
-	connectMetrics(fr, res)
+	doc := fr.Requests[0]
+	dc, ok := connOf(fr, doc)
+	reused := ok && dc.Start < fr.MeasureStart
+	res.Metrics["connection_reused"] = boolMetric(reused)
+	if warm {
+		// The connection phases happened before the measured part: only
+		// the document's first byte, from the start of the measured part.
+		if doc.FirstByte > 0 {
+			res.Metrics["ttfb_ms"] = Ms(doc.FirstByte - fr.MeasureStart)
+		}
+	} else {
+		connectMetrics(fr, res)
+	}
 	var end int64
 	for _, r := range fr.Requests {
 		end = max(end, r.End)
@@ -564,7 +606,17 @@ func page(ctx context.Context, spec endpoint.FetchSpec) (*Result, error) {
 	res.Metrics["plt_ms"] = Ms(end - fr.MeasureStart)
 	res.Metrics["resources"] = float64(len(fr.Requests))
 	res.Metrics["page_bytes"] = float64(fr.Bytes)
+	if warm && !reused {
+		return res, &InvalidError{Reason: "connection warm: the document did not come over the warmed connection"}
+	}
 	return res, nil
+}
+
+func boolMetric(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // alpnName is the protocol name a browser reports for a connection
@@ -639,6 +691,9 @@ func (e *Executor) browserSample(ctx context.Context, req Request, p params) (*R
 	}
 	if req.Protocol != model.ProtoH1 && req.Protocol != model.ProtoH2 && req.Protocol != model.ProtoH3 {
 		return nil, fmt.Errorf("client chromium speaks h1, h2 and h3, not %s", req.Protocol)
+	}
+	if _, err := req.Connection(); err != nil {
+		return nil, err
 	}
 	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + path
 	return e.Browser(ctx, req, u)

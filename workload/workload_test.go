@@ -105,10 +105,52 @@ func TestBadRequests(t *testing.T) {
 		{Test: TestDownload, Protocol: "h2", Target: target, Params: map[string]string{"size": "-5MB"}},
 		{Test: TestHandshake, Protocol: "h2", Target: target, Params: map[string]string{"mode": "fast"}},
 		{Test: TestPage, Protocol: "h2", Client: model.ClientChromium, Target: target},
+		{Test: TestPage, Protocol: "h2", Target: target, Params: map[string]string{"connection": "hot"}},
+		{Test: TestSite, Protocol: "h2", Client: model.ClientChromium, Target: target, Params: map[string]string{"connection": "Warm"}},
 	} {
 		res := ex.Execute(context.Background(), req)
 		if res.Status != model.StatusFailed || res.Error == "" {
 			t.Errorf("%+v: status %s error %q, want a failure with a cause", req, res.Status, res.Error)
+		}
+	}
+}
+
+// TestPageConnection checks the built-in client's page test with connection
+// cold (the document opens the connection inside the measurement) and warm
+// (the measured load starts on a connection opened and used before it).
+func TestPageConnection(t *testing.T) {
+	target := startServer(t)
+	var ex Executor
+	for _, proto := range []string{model.ProtoH1, model.ProtoH1C, model.ProtoH2, model.ProtoH3} {
+		for _, conn := range []string{"", ConnCold, ConnWarm} {
+			t.Run(proto+"/"+conn, func(t *testing.T) {
+				params := map[string]string{"objects": "3", "size": "2KB"}
+				if conn != "" {
+					params["connection"] = conn
+				}
+				res := ex.Execute(context.Background(), Request{Test: TestPage, Protocol: proto, Params: params, Target: target, Timeout: 20 * time.Second})
+				if res.Status != model.StatusOK {
+					t.Fatalf("status %s: %s", res.Status, res.Error)
+				}
+				warm := conn == ConnWarm
+				want := map[bool]float64{false: 0, true: 1}[warm]
+				if got, ok := res.Metrics["connection_reused"]; !ok || got != want {
+					t.Errorf("connection_reused = %v (present %v), want %v", got, ok, want)
+				}
+				// connect_ms and handshake_ms belong to the cold load's
+				// measurement only; ttfb_ms is there in both.
+				if _, ok := res.Metrics["handshake_ms"]; ok == warm {
+					t.Errorf("handshake_ms present %v for connection %q", ok, conn)
+				}
+				if res.Metrics["ttfb_ms"] <= 0 || res.Metrics["ttfb_ms"] > res.Metrics["plt_ms"] || res.Metrics["resources"] != 4 {
+					t.Errorf("metrics %v", res.Metrics)
+				}
+				// h2 and h3 carry the whole page (and, warm, the warm-up
+				// request) on one connection.
+				if (proto == model.ProtoH2 || proto == model.ProtoH3) && res.Metrics["connections"] != 1 {
+					t.Errorf("%v connections, want 1", res.Metrics["connections"])
+				}
+			})
 		}
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -11,10 +12,18 @@ import (
 	"github.com/quicbench/quicbench/workload"
 )
 
-// browserLoader returns the agent's Chromium page loader: one cold load per
-// sample (fresh profile, no cache, no connection carried over).
+// browserLoader returns the agent's Chromium page loader. Every sample
+// starts a browser with a fresh profile and the HTTP cache disabled.
+// connection cold (the default): one load, nothing carried over. connection
+// warm: an unmeasured priming load of the same URL, then the measured load
+// in the same browser, over the connections the priming load left open;
+// both loads together within the sample's timeout.
 func browserLoader() workload.BrowserLoader {
 	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
+		conn, err := req.Connection()
+		if err != nil {
+			return nil, err
+		}
 		opts := browser.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
@@ -22,28 +31,98 @@ func browserLoader() workload.BrowserLoader {
 			Timeout:      req.Timeout,
 			DisableCache: true,
 		}
+		warm := conn == workload.ConnWarm
 		before := childrenCPU()
-		br, err := browser.Load(ctx, opts)
+		var br, primer *browser.Result
+		if warm {
+			primer, br, err = warmLoad(ctx, opts)
+		} else {
+			br, err = browser.Load(ctx, opts)
+		}
 		after := childrenCPU()
 		res := &workload.Result{Metrics: map[string]float64{}}
-		if br != nil {
+		cpu := model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
+		switch {
+		case br != nil:
 			for k, v := range br.Metrics() {
 				res.Metrics[k] = v
 			}
 			// page load time: the load event's end, from navigation start
 			res.Metrics["plt_ms"] = float64(br.Load) / 1e6
+			res.Metrics["connection_reused"] = 0
+			if br.ConnectionReused {
+				res.Metrics["connection_reused"] = 1
+			}
 			res.Resources = br.Resources
 			res.Negotiated = br.Negotiated
 			res.Bytes = br.TransferBytes
 			res.Wall = br.Wall
-			res.CPU = model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
+			res.CPU = cpu
+			if primer != nil {
+				// The CPU times cover both loads: so do the bytes they are
+				// divided by (cpu_*_s_per_mb).
+				res.Bytes += primer.TransferBytes
+			}
+		case primer != nil:
+			// The priming load failed its protocol check: keep its
+			// resources (which protocol each used) but no measurements.
+			res.Resources = primer.Resources
+			res.Negotiated = primer.Negotiated
 		}
 		var mm *browser.ProtocolMismatchError
 		if errors.As(err, &mm) {
-			return res, &workload.InvalidError{Reason: mm.Error()}
+			reason := mm.Error()
+			if br == nil && primer != nil {
+				reason = "priming load: " + reason
+			}
+			return res, &workload.InvalidError{Reason: reason}
+		}
+		if err == nil && warm && !br.ConnectionReused {
+			return res, &workload.InvalidError{Reason: "connection warm: the measured load's document came over a new connection, not one the priming load had opened"}
 		}
 		return res, err
 	}
+}
+
+// warmLoad starts a browser with a fresh profile, loads opts.URL once
+// (priming: connections, TLS sessions, QUIC), then again in the same
+// browser, and closes the browser. The second load is the measurement. Both
+// loads together must finish within opts.Timeout (browser.DefaultTimeout
+// when zero); the browser start is bounded separately, as for a cold load.
+// A priming load that fails (a protocol mismatch included) ends the sample
+// with primer set and measured nil.
+func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *browser.Result, err error) {
+	s, err := browser.NewSession(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+	limit := opts.Timeout
+	if limit <= 0 {
+		limit = browser.DefaultTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	loadErr := func(which string, err error) error {
+		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
+			err = &browser.TimeoutError{Phase: "load", URL: opts.URL, After: limit}
+			return fmt.Errorf("connection warm: the priming and the measured load together: %w", err)
+		}
+		return fmt.Errorf("connection warm: %s load: %w", which, err)
+	}
+	primer, err = s.Load(lctx, opts.URL)
+	if err != nil {
+		return primer, nil, loadErr("priming", err)
+	}
+	measured, err = s.Load(lctx, opts.URL)
+	if err != nil {
+		return primer, measured, loadErr("measured", err)
+	}
+	return primer, measured, nil
 }
 
 type cpuPair struct{ user, sys time.Duration }

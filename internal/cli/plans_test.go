@@ -73,7 +73,7 @@ func TestPlansValidate(t *testing.T) {
   note: tests[1] (page): protocol tcp skipped: the raw tcp transport takes part only in download, upload, latency and ttfb tests, not page
   a/ttfb/size=1KB/h2/builtin/cubic  x10+warm-up  up="" down=""
   a/ttfb/size=1KB/tcp/builtin/cubic  x10+warm-up  up="" down=""
-  a/page/objects=10,size=10KB/h2/builtin/cubic  x10+warm-up  up="" down=""
+  a/page/objects=10,size=10KB,connection=cold/h2/builtin/cubic  x10+warm-up  up="" down=""
 `
 	if out != wantOut {
 		t.Errorf("output\n%s\nwant\n%s", out, wantOut)

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quicbench/quicbench/endpoint"
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/workload"
+)
+
+// TestBrowserLoaderConnection takes page samples in real Chromium through
+// the agent's executor over loopback: a cold sample's document comes over a
+// new connection, a warm sample's measured load over one the priming load
+// opened (DevTools' connectionReused, which a cold load never reports).
+func TestBrowserLoaderConnection(t *testing.T) {
+	requireChromiumCLI(t)
+	profiles := t.TempDir()
+	t.Setenv("TMPDIR", profiles) // the browser's profiles go here
+	srv, err := endpoint.StartServer(context.Background(), endpoint.ServerConfig{Host: "127.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	info := srv.Info()
+	target := workload.Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM, SPKI: info.SPKI}
+	ex := &workload.Executor{Browser: browserLoader()}
+	const objects = 4
+	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}
+	for _, c := range []struct{ proto, conn string }{
+		{model.ProtoH2, workload.ConnCold},
+		{model.ProtoH2, workload.ConnWarm},
+		{model.ProtoH3, workload.ConnCold},
+		{model.ProtoH3, workload.ConnWarm},
+		{model.ProtoH1, workload.ConnWarm},
+	} {
+		t.Run(c.proto+"/"+c.conn, func(t *testing.T) {
+			res := ex.Execute(context.Background(), workload.Request{
+				Test: workload.TestPage, Protocol: c.proto, Client: model.ClientChromium, Target: target,
+				Params:  map[string]string{"objects": "4", "size": "2KB", "connection": c.conn},
+				Timeout: 20 * time.Second,
+			})
+			if res.Status != model.StatusOK {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			wantReused := 0.0
+			if c.conn == workload.ConnWarm {
+				wantReused = 1
+			}
+			if got, ok := res.Metrics["connection_reused"]; !ok || got != wantReused {
+				t.Errorf("connection_reused = %v (present %v), want %v", got, ok, wantReused)
+			}
+			if len(res.Resources) != 1+objects || res.Metrics["resources"] != 1+objects {
+				t.Errorf("%d resources, want %d: %+v", len(res.Resources), 1+objects, res.Resources)
+			}
+			for _, r := range res.Resources {
+				if r.Protocol != alpn[c.proto] {
+					t.Errorf("resource %s used %q, want %q", r.Name, r.Protocol, alpn[c.proto])
+				}
+			}
+			if res.Negotiated.ALPN != alpn[c.proto] || res.Metrics["plt_ms"] <= 0 || res.Metrics["ttfb_ms"] <= 0 {
+				t.Errorf("negotiated %+v, metrics %v", res.Negotiated, res.Metrics)
+			}
+			// The measured load fetched every object again (cache disabled),
+			// and for warm the bytes of both loads are counted.
+			if tb := res.Metrics["transfer_bytes"]; tb < objects*2000 || res.Metrics["cached_resources"] != 0 {
+				t.Errorf("transfer_bytes %v, cached_resources %v", tb, res.Metrics["cached_resources"])
+			}
+			if c.conn == workload.ConnWarm && float64(res.Bytes) < 2*res.Metrics["transfer_bytes"]*0.9 {
+				t.Errorf("bytes %d for a warm sample whose measured load moved %v", res.Bytes, res.Metrics["transfer_bytes"])
+			}
+		})
+	}
+	// An unknown connection fails the sample without starting a browser.
+	res := ex.Execute(context.Background(), workload.Request{
+		Test: workload.TestPage, Protocol: model.ProtoH2, Client: model.ClientChromium, Target: target,
+		Params: map[string]string{"connection": "hot"},
+	})
+	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {
+		t.Errorf("connection hot: status %s, error %q", res.Status, res.Error)
+	}
+	// Every browser's profile was removed.
+	entries, err := os.ReadDir(profiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "qb-chromium-") {
+			t.Errorf("profile %s left behind", e.Name())
+		}
+	}
+}
