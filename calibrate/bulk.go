@@ -2,27 +2,18 @@ package calibrate
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/endpoint/certs"
-	"github.com/quicbench/quicbench/endpoint/h3"
-	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -35,280 +26,243 @@ const (
 
 var bulkProtos = []string{protoTCP, protoTLS, protoQUIC}
 
-// bulkEnd is one environment's servers: a plain TCP source and quicbench's
-// endpoint server (raw protocol on TLS/TCP and QUIC), in the server
-// namespace.
+// bulkEnd is one environment's bulk servers: a bulk server child process
+// (a plain TCP source and quicbench's endpoint server, raw protocol on
+// TLS/TCP and QUIC) in the server namespace. Every transfer's client is a
+// child process of its own in the client namespace.
+//
+// The endpoints run in their own processes, as `quicbench run`'s do,
+// because this process hosts the emulator: its forwarding threads sleep in
+// raw system calls holding their Go Ps, so timer-driven Go code sharing the
+// process (quic-go's pacing and ACK timers, crypto/tls) stalls for
+// milliseconds, which would measure this process's scheduling instead of
+// the link.
 type bulkEnd struct {
 	e     doer
+	exe   string
 	cc    string
-	src   *tcpSource
-	srv   *endpoint.Server
-	roots *x509.CertPool
+	srv   *bulkProc
+	ready bulkServerReady
 }
 
-func startBulkEnd(ctx context.Context, e doer, cc string) (*bulkEnd, error) {
-	b := &bulkEnd{e: e, cc: cc}
-	var err error
-	if b.src, err = startTCPSource(e, cc); err != nil {
-		return nil, err
-	}
-	err = e.Do(netns.Server, func() error {
-		var err error
-		b.srv, err = endpoint.StartServer(ctx, endpoint.ServerConfig{
-			Host:              e.Addr(netns.Server).String(),
-			Protocols:         []string{model.ProtoTCP, model.ProtoQUIC},
-			CongestionControl: cc,
-			NoQUICEvents:      true,
-		})
-		return err
-	})
+// bulkReadyTimeout bounds how long a bulk server child may take to listen.
+const bulkReadyTimeout = 30 * time.Second
+
+func startBulkEnd(ctx context.Context, e doer, exe, cc string) (*bulkEnd, error) {
+	b := &bulkEnd{e: e, exe: exe, cc: cc}
+	// The server lives until Close, whatever happens to ctx.
+	p, err := startBulkProc(context.WithoutCancel(ctx), e, netns.Server, exe, bulkRoleServer,
+		bulkServerConfig{Host: e.Addr(netns.Server), CC: cc})
 	if err != nil {
-		b.src.Close()
-		return nil, fmt.Errorf("endpoint server: %w", err)
+		return nil, fmt.Errorf("bulk server: %w", err)
 	}
-	if b.roots, err = certs.PoolFromPEM([]byte(b.srv.Info().CAPEM)); err != nil {
-		b.Close()
-		return nil, err
+	got := make(chan error, 1)
+	go func() { got <- p.dec.Decode(&b.ready) }()
+	select {
+	case err = <-got:
+	case <-time.After(bulkReadyTimeout):
+		err = fmt.Errorf("no ready line within %v", bulkReadyTimeout)
+	case <-ctx.Done():
+		err = ctx.Err()
 	}
+	if err == nil && (b.ready.TCP == "" || b.ready.Raw == "" || b.ready.CAPEM == "") {
+		err = fmt.Errorf("incomplete ready line %+v", b.ready)
+	}
+	if err == nil {
+		_, err = certs.PoolFromPEM([]byte(b.ready.CAPEM))
+	}
+	if err != nil {
+		p.stop(time.Second)
+		return nil, fmt.Errorf("bulk server: %v (%s)", err, p.describeExit())
+	}
+	b.srv = p
 	return b, nil
 }
 
+// Close ends the server child (end of its stdin) and reaps it, killing it
+// if it does not exit within 3 s.
 func (b *bulkEnd) Close() error {
-	var errs []error
-	if b.srv != nil {
-		errs = append(errs, b.srv.Close())
+	if b.srv == nil {
+		return nil
 	}
-	errs = append(errs, b.src.Close())
-	return errors.Join(errs...)
-}
-
-// goodput downloads with proto for d and returns the steady-state goodput
-// in bit/s (the first fifth of the transfer left out). window, if set, is
-// called when the measured window starts and ends.
-func (b *bulkEnd) goodput(ctx context.Context, proto string, d time.Duration, paceBytes uint64, window func(start bool)) (float64, error) {
-	client := b.e.Addr(netns.Client)
-	switch proto {
-	case protoTCP:
-		var c net.Conn
-		err := b.e.Do(netns.Client, func() error {
-			var err error
-			dl := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(client, 0)), Control: netns.CCControl(b.cc), Timeout: 10 * time.Second}
-			c, err = dl.DialContext(ctx, "tcp4", b.src.addr.String())
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		if _, err := c.Write(binary.BigEndian.AppendUint64(nil, paceBytes)); err != nil {
-			return 0, err
-		}
-		return measureRead(c, c.SetReadDeadline, d, window)
-	case protoTLS:
-		var c net.Conn
-		err := b.e.Do(netns.Client, func() error {
-			var err error
-			dl := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(client, 0)), Control: netns.CCControl(b.cc), Timeout: 10 * time.Second}
-			c, err = dl.DialContext(ctx, "tcp4", b.srv.Addr())
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
-		defer c.Close()
-		tc := tls.Client(c, b.tlsConfig([]string{raw.ALPN}))
-		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := tc.HandshakeContext(hctx); err != nil {
-			return 0, err
-		}
-		if err := rawRequest(tc, nil); err != nil {
-			return 0, err
-		}
-		return measureRead(tc, tc.SetReadDeadline, d, window)
-	case protoQUIC:
-		var qc *h3.Conn
-		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		err := b.e.Do(netns.Client, func() error {
-			var err error
-			qc, err = h3.Dial(hctx, b.srv.Addr(), h3.DialConfig{TLS: b.tlsConfig(nil), ALPN: raw.ALPN, NoEvents: true})
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
-		defer qc.Close()
-		st, err := qc.OpenStream(hctx)
-		if err != nil {
-			return 0, err
-		}
-		defer st.Abort()
-		if err := rawRequest(st, st.CloseWrite); err != nil {
-			return 0, err
-		}
-		return measureRead(st, st.SetDeadline, d, window)
-	}
-	return 0, fmt.Errorf("unknown protocol %q", proto)
-}
-
-func (b *bulkEnd) tlsConfig(alpn []string) *tls.Config {
-	return &tls.Config{RootCAs: b.roots, ServerName: b.e.Addr(netns.Server).String(), NextProtos: alpn, MinVersion: tls.VersionTLS13}
-}
-
-// rawRequest asks the raw protocol server for an endless body (1 TiB) and
-// reads the response header.
-func rawRequest(rw io.ReadWriter, closeWrite func() error) error {
-	if _, err := rw.Write(raw.AppendRequest(nil, raw.Request{Size: raw.MaxSize})); err != nil {
-		return err
-	}
-	if closeWrite != nil {
-		if err := closeWrite(); err != nil {
-			return err
-		}
-	}
-	var hdr [raw.ResponseHeaderSize]byte
-	if _, err := io.ReadFull(rw, hdr[:]); err != nil {
-		return fmt.Errorf("raw response header: %w", err)
-	}
-	resp, err := raw.ParseResponse(hdr[:])
-	if err != nil {
-		return err
-	}
-	if resp.Status != raw.StatusOK {
-		return fmt.Errorf("raw response status %d", resp.Status)
-	}
+	b.srv.stop(3 * time.Second)
+	b.srv = nil
 	return nil
 }
 
-// measureRead reads r for d from its first byte and returns the goodput
-// over the last four fifths, in bit/s.
-func measureRead(r io.Reader, setDeadline func(time.Time) error, d time.Duration, window func(start bool)) (float64, error) {
-	buf := make([]byte, 1<<20)
-	_ = setDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadAtLeast(r, buf, 1); err != nil {
-		return 0, fmt.Errorf("first byte: %w", err)
+// goodput downloads with proto for d and returns the steady-state goodput
+// in bit/s (the first fifth of the transfer left out), measured by a client
+// child process in the client namespace. paceBytes (bytes/s, 0: unpaced)
+// paces the TCP source. window, if set, is called when the child reports
+// that the measured window starts and ends.
+func (b *bulkEnd) goodput(ctx context.Context, proto string, d time.Duration, paceBytes uint64, window func(start bool)) (float64, error) {
+	addr := b.ready.Raw
+	switch proto {
+	case protoTCP:
+		addr = b.ready.TCP
+	case protoTLS, protoQUIC:
+	default:
+		return 0, fmt.Errorf("unknown protocol %q", proto)
 	}
-	t0 := time.Now()
-	skipAt, end := t0.Add(d/5), t0.Add(d)
-	_ = setDeadline(end)
-	var total, base int64
-	var start, last time.Time
-	for {
-		n, err := r.Read(buf)
-		now := time.Now()
-		if start.IsZero() && !now.Before(skipAt) {
-			start, base = now, total
-			if window != nil {
-				window(true)
-			}
-		}
-		total += int64(n)
-		if n > 0 {
-			last = now
-		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
-				break
-			}
-			return 0, err
-		}
+	req := bulkClientConfig{
+		Proto: proto, Local: b.e.Addr(netns.Client), Addr: addr, ServerName: b.e.Addr(netns.Server).String(),
+		CAPEM: b.ready.CAPEM, CC: b.cc, Duration: d, PaceBytes: paceBytes,
 	}
-	if window != nil && !start.IsZero() {
-		window(false)
-	}
-	if start.IsZero() || !last.After(start) {
-		return 0, errors.New("no data in the measured window")
-	}
-	return float64(total-base) * 8 / last.Sub(start).Seconds(), nil
-}
-
-// tcpSource is a kernel TCP server in the server namespace that writes
-// zeros to every client until it goes away, paced at the rate (bytes/s)
-// the client sends first as 8 bytes (0: unpaced).
-type tcpSource struct {
-	ln   net.Listener
-	addr netip.AddrPort
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	cs   map[net.Conn]struct{}
-}
-
-func startTCPSource(e doer, cc string) (*tcpSource, error) {
-	s := &tcpSource{cs: map[net.Conn]struct{}{}}
-	err := e.Do(netns.Server, func() error {
-		lc := net.ListenConfig{Control: netns.CCControl(cc)}
-		var err error
-		s.ln, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(e.Addr(netns.Server), 0).String())
-		return err
-	})
+	// Dial, handshake and first byte have 10 s each in the child.
+	cctx, cancel := context.WithTimeout(ctx, d+time.Minute)
+	defer cancel()
+	p, err := startBulkProc(cctx, b.e, netns.Client, b.exe, bulkRoleClient, req)
 	if err != nil {
-		return nil, fmt.Errorf("tcp source: %w", err)
+		return 0, fmt.Errorf("bulk client: %w", err)
 	}
-	s.addr = s.ln.Addr().(*net.TCPAddr).AddrPort()
-	s.wg.Go(func() {
-		for {
-			c, err := s.ln.Accept()
-			if err != nil {
-				return
-			}
-			s.mu.Lock()
-			s.cs[c] = struct{}{}
-			s.mu.Unlock()
-			s.wg.Go(func() {
-				s.serve(c)
-				s.mu.Lock()
-				delete(s.cs, c)
-				s.mu.Unlock()
-			})
-		}
-	})
-	return s, nil
-}
-
-func (s *tcpSource) serve(c net.Conn) {
-	defer c.Close()
-	var hdr [8]byte
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.ReadFull(c, hdr[:]); err != nil {
-		return
-	}
-	if pace := binary.BigEndian.Uint64(hdr[:]); pace > 0 {
-		if rc, err := c.(*net.TCPConn).SyscallConn(); err == nil {
-			_ = rc.Control(func(fd uintptr) {
-				_ = unix.SetsockoptUint64(int(fd), unix.SOL_SOCKET, unix.SO_MAX_PACING_RATE, pace)
-			})
-		}
-	}
-	buf := make([]byte, 1<<20)
+	defer p.stop(time.Second)
 	for {
-		if _, err := c.Write(buf); err != nil {
-			return
+		var ev bulkEvent
+		if err := p.dec.Decode(&ev); err != nil {
+			p.stop(time.Second)
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			if cctx.Err() != nil {
+				return 0, fmt.Errorf("bulk client: no result within %v", d+time.Minute)
+			}
+			return 0, fmt.Errorf("bulk client: %v (%s)", err, p.describeExit())
+		}
+		switch ev.Event {
+		case bulkEventStart, bulkEventEnd:
+			if window != nil {
+				window(ev.Event == bulkEventStart)
+			}
+		case bulkEventResult:
+			if ev.Error != "" {
+				return 0, errors.New(ev.Error)
+			}
+			return ev.Bps, nil
+		default:
+			return 0, fmt.Errorf("bulk client: unknown event %q", ev.Event)
 		}
 	}
 }
 
-func (s *tcpSource) Close() error {
-	err := s.ln.Close()
-	s.mu.Lock()
-	for c := range s.cs {
-		c.Close()
+// bulkProc is a bulk endpoint child process, driven over its stdio: its
+// configuration as one JSON line on stdin, JSON lines back on stdout.
+type bulkProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *os.File
+	dec    *json.Decoder
+	stderr *tailBuffer
+	exited chan struct{}
+	once   sync.Once
+}
+
+// startBulkProc starts `exe calibrate-bulk role` in side s's namespace of e
+// and writes cfg to its stdin. ctx kills it.
+func startBulkProc(ctx context.Context, e doer, s netns.Side, exe, role string, cfg any) (*bulkProc, error) {
+	line, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
 	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return err
+	cmd := e.Command(ctx, s, exe, BulkCommand, role)
+	p := &bulkProc{cmd: cmd, stderr: &tailBuffer{}, exited: make(chan struct{})}
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	// stdout is a pipe of our own rather than StdoutPipe, which Wait closes
+	// (possibly before the last lines are read).
+	r, w, err := os.Pipe()
+	if err != nil {
+		p.stdin.Close()
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = w, p.stderr
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		p.stdin.Close()
+		return nil, err
+	}
+	p.stdout, p.dec = r, json.NewDecoder(r)
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
+		p.stop(time.Second)
+		return nil, fmt.Errorf("configuring the %s child: %v (%s)", role, err, p.describeExit())
+	}
+	return p, nil
+}
+
+// stop closes the child's stdin (its signal to exit), kills it if it has
+// not exited within grace, and reaps it. It is idempotent.
+func (p *bulkProc) stop(grace time.Duration) {
+	p.once.Do(func() {
+		p.stdin.Close()
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		p.stdout.Close()
+	})
+}
+
+// describeExit describes how the child ended, with the end of its stderr.
+func (p *bulkProc) describeExit() string {
+	select {
+	case <-p.exited:
+		s := "exited"
+		if p.cmd.ProcessState != nil {
+			s = p.cmd.ProcessState.String()
+		}
+		if t := p.stderr.String(); t != "" {
+			s += ": " + t
+		}
+		return s
+	default:
+		return "running"
+	}
+}
+
+// tailBuffer keeps the last bytes a child wrote to stderr, for error
+// messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 4096 {
+		t.buf = t.buf[len(t.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
 }
 
 // bulkEnds are the servers of both paths.
 type bulkEnds struct{ veth, emulated *bulkEnd }
 
 func (r *run) startBulkEnds() (*bulkEnds, error) {
-	v, err := startBulkEnd(r.ctx, r.veth, r.cfg.CC)
+	exe := r.cfg.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("bulk endpoints: the executable to start: %w", err)
+		}
+	}
+	v, err := startBulkEnd(r.ctx, r.veth, exe, r.cfg.CC)
 	if err != nil {
 		return nil, fmt.Errorf("veth servers: %w", err)
 	}
-	e, err := startBulkEnd(r.ctx, r.tb, r.cfg.CC)
+	e, err := startBulkEnd(r.ctx, r.tb, exe, r.cfg.CC)
 	if err != nil {
 		v.Close()
 		return nil, fmt.Errorf("emulated path servers: %w", err)

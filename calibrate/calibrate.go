@@ -36,6 +36,11 @@ type Config struct {
 	// Throughput adds the goodput comparison with a veth pair and the
 	// emulator's CPU cost.
 	Throughput bool
+	// Exe is the executable that runs the throughput phase's endpoints,
+	// each in a process of its own inside its namespace: started as
+	// `Exe calibrate-bulk server|client` (BulkCommand), it must dispatch
+	// to BulkMain, as quicbench does. Default: os.Executable().
+	Exe string
 	// Progress, if set, receives one line per phase.
 	Progress io.Writer
 }

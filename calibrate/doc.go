@@ -54,7 +54,15 @@
 //     emulated link and through the veth pair, one after the other, each for
 //     Duration, the first fifth of each transfer (slow start) left out; and
 //     the emulator's CPU (its forwarding threads, from schedstat) while it
-//     carries 100 Mbit/s of paced TCP and of single UDP datagrams.
+//     carries 100 Mbit/s of paced TCP and of single UDP datagrams. The bulk
+//     endpoints are processes of their own inside the namespaces (Config.Exe
+//     run as `calibrate-bulk server|client`, see BulkMain), as `quicbench
+//     run`'s server and agent are, never goroutines of the process hosting
+//     the emulator: its forwarding threads sleep in raw system calls holding
+//     their Go Ps, which stalls timer-driven Go code sharing the process
+//     (quic-go's pacing and ACK timers) for milliseconds. The client child
+//     reports when the measured window starts and ends, which is when the
+//     emulator's CPU is read.
 //
 // The pipelines are rebuilt (Testbed.SetLink, same seed) at the start of
 // every phase, so each phase's decisions start from the first packet, as

@@ -1,11 +1,13 @@
 package calibrate
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -174,7 +176,11 @@ const (
 
 // doer is an environment of two namespaces: the testbed or the veth pair.
 type doer interface {
+	// Do runs fn on a locked OS thread inside side s's namespace.
 	Do(s netns.Side, fn func() error) error
+	// Command returns a command running name inside side s's namespace,
+	// killed when this process dies (see netns.Testbed.Command).
+	Command(ctx context.Context, s netns.Side, name string, arg ...string) *exec.Cmd
 	Addr(s netns.Side) netip.Addr
 }
 

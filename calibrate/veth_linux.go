@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -8,7 +9,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -117,6 +120,25 @@ func (v *vethPair) Do(s netns.Side, fn func() error) error {
 	fd := int(v.ns[s].Fd())
 	v.mu.Unlock()
 	return inNetNS(fd, fn)
+}
+
+// Command returns a command that runs name with arg inside side s's
+// namespace, entered as the testbed's are (netns.CommandAt, through
+// /proc/PID/fd of this process's namespace file): it gets SIGKILL when
+// this process dies. The caller reaps it before Close: a process left in a
+// namespace keeps it (and its veth pair) alive.
+func (v *vethPair) Command(ctx context.Context, s netns.Side, name string, arg ...string) *exec.Cmd {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	path := ""
+	if !v.done && v.ns[s] != nil {
+		path = "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(v.ns[s].Fd()))
+	}
+	cmd := netns.CommandAt(ctx, path, name, arg...)
+	if path == "" && cmd.Err == nil {
+		cmd.Err = errors.New("veth pair is closed")
+	}
+	return cmd
 }
 
 // Close releases the namespaces; the kernel then removes the veth pair and

@@ -643,6 +643,15 @@ func (t *Testbed) procNSPath(s Side) string {
 	return "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(int(t.ns[s].Fd()))
 }
 
+// CommandAt returns a command that runs name with arg inside the network
+// namespace at nsPath (a bind mount, or /proc/PID/fd/N of a namespace file
+// a live process holds), exactly as Testbed.Command does: through
+// nsenter(1), SIGKILL when quicbench dies (Pdeathsig). The caller kills
+// and reaps it; do not replace cmd.SysProcAttr.
+func CommandAt(ctx context.Context, nsPath, name string, arg ...string) *exec.Cmd {
+	return nsCommand(ctx, nsPath, name, arg...)
+}
+
 // nsCommand builds a command entering the network namespace at nsPath.
 func nsCommand(ctx context.Context, nsPath, name string, arg ...string) *exec.Cmd {
 	nsenter, lerr := exec.LookPath("nsenter")

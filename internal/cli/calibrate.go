@@ -14,7 +14,10 @@ import (
 	"github.com/quicbench/quicbench/netns"
 )
 
-func init() { Register("calibrate", newCalibrateCmd) }
+func init() {
+	Register("calibrate", newCalibrateCmd)
+	Register(calibrate.BulkCommand, newCalibrateBulkCmd)
+}
 
 // runCalibration is calibrate.Run; tests replace it to see whether a
 // command line gets as far as building anything.
@@ -43,7 +46,8 @@ measurement's own error floor is measured on a plain veth pair in the same run.
 
 With --throughput it also compares the bulk goodput of kernel TCP, TCP+TLS and quic-go through
 the emulated link with the same over the veth pair, and measures the emulator's CPU at
-100 Mbit/s.
+100 Mbit/s. The bulk endpoints run as separate quicbench processes inside the namespaces (as
+quicbench run's server and agent do), not in the process that hosts the emulator.
 
 Exit status: 0 when every judged figure is within tolerance, 1 naming the ones that are not,
 2 for bad input, 3 when the machine cannot build namespaces. Methods and tolerances:
@@ -88,6 +92,7 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 		rep, err := runCalibration(cmd.Context(), calibrate.Config{
 			Up: up, Down: down, Seed: lf.Seed, CC: lf.CC,
 			Packets: packets, Duration: duration, Throughput: throughput, Progress: progress,
+			Exe: env.Exe,
 		})
 		if err != nil {
 			if ctxErr := cmd.Context().Err(); ctxErr != nil {
@@ -115,4 +120,22 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 		return nil
 	}
 	return cmd
+}
+
+// newCalibrateBulkCmd is the bulk endpoint calibrate --throughput starts in
+// a namespace (calibrate.BulkMain).
+func newCalibrateBulkCmd(env *Env) *cobra.Command {
+	return &cobra.Command{
+		Use:    calibrate.BulkCommand + " server|client",
+		Short:  "Bulk transfer endpoint of calibrate --throughput (internal)",
+		Hidden: true,
+		Long: `Started by quicbench calibrate --throughput inside a namespace. It reads its
+configuration as one JSON line on stdin. The server prints one JSON line (addresses, CA
+certificate) once it listens and serves until the end of stdin; the client performs one
+transfer and prints JSON events (measured window start and end, then the result).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return calibrate.BulkMain(cmd.Context(), args[0], env.Stdin, env.Stdout)
+		},
+	}
 }

@@ -85,7 +85,7 @@ func TestCalibrateExitStatus(t *testing.T) {
 	}
 	cfg := (*calls)[0]
 	if cfg.Up.String() != "delay 25ms" || cfg.Down.String() != "delay 25ms" || cfg.Seed != 3 || cfg.Packets != 1000 ||
-		!cfg.Throughput || cfg.Duration.String() != "2s" || cfg.CC != "cubic" || cfg.Progress != nil {
+		!cfg.Throughput || cfg.Duration.String() != "2s" || cfg.CC != "cubic" || cfg.Progress != nil || cfg.Exe != os.Args[0] {
 		t.Fatalf("config passed: %+v", cfg)
 	}
 
@@ -127,5 +127,22 @@ func TestCalibrateRealJSON(t *testing.T) {
 		if f.Status != calibrate.StatusOK && f.Status != calibrate.StatusFail && f.Status != calibrate.StatusInfo {
 			t.Errorf("figure %q has status %q", f.Name, f.Status)
 		}
+	}
+}
+
+// calibrate-bulk is calibrate's internal child: hidden, and dispatched to
+// calibrate.BulkMain with stdin and stdout.
+func TestCalibrateBulkHidden(t *testing.T) {
+	_, stdout, _ := calCLI("--help")
+	if strings.Contains(stdout, calibrate.BulkCommand) {
+		t.Errorf("--help lists the internal %s command:\n%s", calibrate.BulkCommand, stdout)
+	}
+	code, _, stderr := calCLI(calibrate.BulkCommand, "bogus")
+	if code != ExitFailure || !strings.Contains(stderr, `unknown role "bogus"`) {
+		t.Errorf("%s bogus: exit %d, stderr %q", calibrate.BulkCommand, code, stderr)
+	}
+	code, _, stderr = calCLI(calibrate.BulkCommand, "server")
+	if code != ExitFailure || !strings.Contains(stderr, "reading the configuration") {
+		t.Errorf("%s server with no configuration: exit %d, stderr %q", calibrate.BulkCommand, code, stderr)
 	}
 }
