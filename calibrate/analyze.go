@@ -200,7 +200,7 @@ func joinNote(a, b string) string {
 // lossFigures: loss, lost vs the model, duplicates.
 func (r *run) lossFigures(dir int, s *probeSample, add func(Figure)) {
 	l := s.link
-	lossP, indepLoss := longRunLoss(l.Loss)
+	lossP, indepLoss := l.Loss.LongRun()
 	dupP, corP := l.Duplicate/100, l.Corrupt/100
 	independent := indepLoss && (dupP == 0 || l.DuplicateCorr == 0) && (corP == 0 || l.CorruptCorr == 0) && l.On == 0
 	lost := s.sent - s.received
@@ -270,7 +270,7 @@ func (r *run) rates() error {
 		// IP bit/s the link delivers intact when saturated: corrupted
 		// packets use the link but the receiver's checksum drops them.
 		want := bps * size / wireBytes(l, size) * (1 - l.Corrupt/100)
-		lossP, _ := longRunLoss(l.Loss)
+		lossP, _ := l.Loss.LongRun()
 		send := rateOverdrive * want / max(1-lossP, 0.05)
 		if l.Trace != "" {
 			send = 1.5 * want / max(1-lossP, 0.05)

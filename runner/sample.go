@@ -408,7 +408,7 @@ const (
 // plausible, if fewer than lossCheckMinPackets packets were decided on, or
 // if the loss model is bursty, whose counts vary more than a binomial's).
 func lossAnomaly(dir string, l spec.Loss, k emu.Counters) string {
-	p, ok := independentLoss(l)
+	p, ok := l.LongRun()
 	if !ok || k.DropOff > k.PacketsIn {
 		return ""
 	}
@@ -424,27 +424,6 @@ func lossAnomaly(dir string, l spec.Loss, k emu.Counters) string {
 	}
 	return fmt.Sprintf("%s: the loss model dropped %d of %d packets (%.2f%%), outside the %g%% binomial interval [%d, %d] of the configured loss %g%%: the link did not lose what was asked",
 		dir, k.DropLoss, n, 100*float64(k.DropLoss)/float64(n), 100*(1-lossCheckAlpha), lo, hi, 100*p)
-}
-
-// independentLoss is the loss probability (0..1) of a loss model whose
-// packets are lost independently of each other; ok is false for models
-// with bursts (correlated random loss, Gilbert-Elliott with memory, the
-// 4-state model).
-func independentLoss(l spec.Loss) (p float64, ok bool) {
-	switch l.Model {
-	case spec.LossNone:
-		return 0, true
-	case spec.LossRandom:
-		return l.Percent / 100, l.Correlation == 0
-	case spec.LossGemodel:
-		if l.P == 0 {
-			return l.GoodLoss / 100, true // never leaves the good state
-		}
-		if l.GoodLoss == l.BadLoss {
-			return l.GoodLoss / 100, true // both states lose alike
-		}
-	}
-	return 0, false
 }
 
 // binomialInterval returns the central 1-alpha interval [lo, hi] of a
