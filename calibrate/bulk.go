@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint/certs"
+	"github.com/quicbench/quicbench/internal/child"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -72,8 +70,8 @@ func startBulkEnd(ctx context.Context, e doer, exe, cc string) (*bulkEnd, error)
 		_, err = certs.PoolFromPEM([]byte(b.ready.CAPEM))
 	}
 	if err != nil {
-		p.stop(time.Second)
-		return nil, fmt.Errorf("bulk server: %v (%s)", err, p.describeExit())
+		p.Stop(time.Second)
+		return nil, fmt.Errorf("bulk server: %v (%s)", err, p.Describe())
 	}
 	b.srv = p
 	return b, nil
@@ -85,7 +83,7 @@ func (b *bulkEnd) Close() error {
 	if b.srv == nil {
 		return nil
 	}
-	b.srv.stop(3 * time.Second)
+	b.srv.Stop(3 * time.Second)
 	b.srv = nil
 	return nil
 }
@@ -115,18 +113,18 @@ func (b *bulkEnd) goodput(ctx context.Context, proto string, d time.Duration, pa
 	if err != nil {
 		return 0, fmt.Errorf("bulk client: %w", err)
 	}
-	defer p.stop(time.Second)
+	defer p.Stop(time.Second)
 	for {
 		var ev bulkEvent
 		if err := p.dec.Decode(&ev); err != nil {
-			p.stop(time.Second)
+			p.Stop(time.Second)
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
 			if cctx.Err() != nil {
 				return 0, fmt.Errorf("bulk client: no result within %v", d+time.Minute)
 			}
-			return 0, fmt.Errorf("bulk client: %v (%s)", err, p.describeExit())
+			return 0, fmt.Errorf("bulk client: %v (%s)", err, p.Describe())
 		}
 		switch ev.Event {
 		case bulkEventStart, bulkEventEnd:
@@ -144,16 +142,11 @@ func (b *bulkEnd) goodput(ctx context.Context, proto string, d time.Duration, pa
 	}
 }
 
-// bulkProc is a bulk endpoint child process, driven over its stdio: its
-// configuration as one JSON line on stdin, JSON lines back on stdout.
+// bulkProc is a calibrate-bulk child process, its stdout decoded as JSON
+// lines.
 type bulkProc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stdout *os.File
-	dec    *json.Decoder
-	stderr *tailBuffer
-	exited chan struct{}
-	once   sync.Once
+	*child.Process
+	dec *json.Decoder
 }
 
 // startBulkProc starts `exe calibrate-bulk role` in side s's namespace of e
@@ -163,88 +156,16 @@ func startBulkProc(ctx context.Context, e doer, s netns.Side, exe, role string, 
 	if err != nil {
 		return nil, err
 	}
-	cmd := e.Command(ctx, s, exe, BulkCommand, role)
-	p := &bulkProc{cmd: cmd, stderr: &tailBuffer{}, exited: make(chan struct{})}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	// stdout is a pipe of our own rather than StdoutPipe, which Wait closes
-	// (possibly before the last lines are read).
-	r, w, err := os.Pipe()
+	c, err := child.Start(e.Command(ctx, s, exe, BulkCommand, role))
 	if err != nil {
-		p.stdin.Close()
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = w, p.stderr
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		r.Close()
-		p.stdin.Close()
-		return nil, err
-	}
-	p.stdout, p.dec = r, json.NewDecoder(r)
-	go func() { _ = cmd.Wait(); close(p.exited) }()
-	if _, err := p.stdin.Write(append(line, '\n')); err != nil {
-		p.stop(time.Second)
-		return nil, fmt.Errorf("configuring the %s child: %v (%s)", role, err, p.describeExit())
+	p := &bulkProc{Process: c, dec: json.NewDecoder(c.Stdout)}
+	if _, err := p.Stdin.Write(append(line, '\n')); err != nil {
+		p.Stop(time.Second)
+		return nil, fmt.Errorf("configuring the %s child: %v (%s)", role, err, p.Describe())
 	}
 	return p, nil
-}
-
-// stop closes the child's stdin (its signal to exit), kills it if it has
-// not exited within grace, and reaps it. It is idempotent.
-func (p *bulkProc) stop(grace time.Duration) {
-	p.once.Do(func() {
-		p.stdin.Close()
-		select {
-		case <-p.exited:
-		case <-time.After(grace):
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		p.stdout.Close()
-	})
-}
-
-// describeExit describes how the child ended, with the end of its stderr.
-func (p *bulkProc) describeExit() string {
-	select {
-	case <-p.exited:
-		s := "exited"
-		if p.cmd.ProcessState != nil {
-			s = p.cmd.ProcessState.String()
-		}
-		if t := p.stderr.String(); t != "" {
-			s += ": " + t
-		}
-		return s
-	default:
-		return "running"
-	}
-}
-
-// tailBuffer keeps the last bytes a child wrote to stderr, for error
-// messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 4096 {
-		t.buf = t.buf[len(t.buf)-4096:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
 }
 
 // bulkEnds are the servers of both paths.

@@ -81,7 +81,7 @@ func TestBulkEndpointsAreChildProcesses(t *testing.T) {
 		}
 	}()
 	for name, end := range map[string]*bulkEnd{"veth": ends.veth, "emulated": ends.emulated} {
-		pid := end.srv.cmd.Process.Pid
+		pid := end.srv.Cmd.Process.Pid
 		ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/net")
 		if err != nil {
 			t.Fatal(err)

@@ -328,8 +328,8 @@ func (r *run) callAgent(ctx context.Context, req workload.Request) (*workload.Re
 		return nil, nil, ctx.Err()
 	}
 	// The agent hung or died: restart it and record the failure.
-	cause := fmt.Sprintf("client agent failed: %v (%s)", o.err, r.agent.describeExit())
-	r.agent.stop(time.Second)
+	cause := fmt.Sprintf("client agent failed: %v (%s)", o.err, r.agent.Describe())
+	r.agent.Stop(time.Second)
 	r.agent = nil
 	a, err := startAgent(ctx, r.tb, r.opts.Exe)
 	if err != nil {
