@@ -184,7 +184,9 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	s.Warnings = append(s.Warnings, validity(c, up, down, s, res)...)
 	if machErr == nil && machErr1 == nil {
 		if u := sysinfo.Utilisation(mach0, mach1); u > saturatedCPU {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("machine CPU saturated: %.0f%% busy during the sample; the result may be CPU-bound", 100*u))
+			// One text for every such sample, so that the report counts them
+			// as one warning.
+			s.Warnings = append(s.Warnings, fmt.Sprintf("machine CPU saturated: more than %.0f%% busy during the sample; the result may be CPU-bound", 100*saturatedCPU))
 		}
 	}
 	if skew := wall1.Sub(wall0.Round(0)) - mono1.Sub(mono0); skew > clockSkew || skew < -clockSkew {
