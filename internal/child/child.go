@@ -9,7 +9,6 @@
 package child
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -76,9 +75,6 @@ func (p *Process) Stop(grace time.Duration) {
 	})
 }
 
-// Kill kills the process at once (it is reaped by the watcher).
-func (p *Process) Kill() { _ = p.Cmd.Process.Kill() }
-
 // Describe says how the process ended ("running" while it runs), with the
 // end of what it wrote to its standard error.
 func (p *Process) Describe() string {
@@ -95,12 +91,6 @@ func (p *Process) Describe() string {
 	default:
 		return "running"
 	}
-}
-
-// Error wraps err with what the process's end says, for callers whose
-// conversation with it failed.
-func (p *Process) Error(what string, err error) error {
-	return fmt.Errorf("%s: %w (%s)", what, err, p.Describe())
 }
 
 // tail keeps the last 4 KiB a process wrote to its standard error.
