@@ -324,17 +324,18 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 	if na.Browser != "" || nb.Browser != "" {
 		pair("Chromium", orDash(na.Browser), orDash(nb.Browser))
 	}
-	// per-sample overhead per client, total (stats.ClientOverhead)
-	total := func(ds *model.Dataset, client string) string {
+	// per-sample overhead per client, total (stats.ClientOverhead),
+	// summarised once per run
+	totals := func(ds *model.Dataset) map[string]string {
+		m := map[string]string{}
 		for _, o := range stats.DatasetOverheads(ds) {
-			if o.Client == client {
-				return o.Total.String()
-			}
+			m[o.Client] = o.Total.String()
 		}
-		return "–"
+		return m
 	}
+	oa, ob := totals(a), totals(b)
 	for _, c := range []string{model.ClientBuiltin, model.ClientChromium} {
-		if ta, tb := total(a, c), total(b, c); ta != "–" || tb != "–" {
+		if ta, tb := orDash(oa[c]), orDash(ob[c]); ta != "–" || tb != "–" {
 			pair("per-sample overhead, "+clientName(c)+" (p50 / p95 / max)", ta, tb)
 		}
 	}
