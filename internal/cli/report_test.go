@@ -96,13 +96,7 @@ func TestReportCommandHTML(t *testing.T) {
 			t.Errorf("report lacks %q", s)
 		}
 	}
-	// no temporary file left beside it
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			t.Errorf("leftover %s", e.Name())
-		}
-	}
+	noTempFilesBeside(t, path)
 }
 
 func TestReportCommandTextAndStdout(t *testing.T) {
@@ -180,6 +174,21 @@ func TestCompareCommand(t *testing.T) {
 	} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("compare.html lacks %q", s)
+		}
+	}
+}
+
+// noTempFilesBeside fails t if a temporary file (a dot file, as the atomic
+// writeOutput makes) is left in the directory of path.
+func noTempFilesBeside(t *testing.T, path string) {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("leftover %s", e.Name())
 		}
 	}
 }

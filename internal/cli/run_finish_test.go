@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -54,12 +53,7 @@ func TestRunReportsLikeReportCommand(t *testing.T) {
 			t.Errorf("HTML report lacks %q", s)
 		}
 	}
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") {
-			t.Errorf("leftover %s", e.Name())
-		}
-	}
+	noTempFilesBeside(t, path)
 
 	// --report -: the HTML on stdout, without the terminal summary
 	env, out, _ = bufEnv()
