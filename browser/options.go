@@ -139,11 +139,23 @@ func httpVersion(alpn string) string {
 	return ""
 }
 
+// OptionError is a bad field of Options: Load and NewSession return it
+// before they start anything.
+type OptionError struct {
+	Field string // the Options field, e.g. "Protocol"
+	Err   error
+}
+
+func (e *OptionError) Error() string { return "browser: option " + e.Field + ": " + e.Err.Error() }
+
+// Unwrap returns the cause (ErrNoBrowser for an Exe that is not found).
+func (e *OptionError) Unwrap() error { return e.Err }
+
 // validate checks the options; needURL is true for Load. It returns a
 // normalised copy with the defaults filled in.
 func (o Options) validate(needURL bool) (Options, error) {
 	bad := func(field, format string, args ...any) (Options, error) {
-		return o, fmt.Errorf("browser: option %s: %s", field, fmt.Sprintf(format, args...))
+		return o, &OptionError{Field: field, Err: fmt.Errorf(format, args...)}
 	}
 	if _, ok := wantProtocol(o.Protocol); !ok {
 		return bad("Protocol", "%q is not one of h1, h1c, h2, h3", o.Protocol)
@@ -216,7 +228,7 @@ func (o Options) validate(needURL bool) (Options, error) {
 	}
 	exe, err := findExe(o.Exe)
 	if err != nil {
-		return o, fmt.Errorf("browser: option Exe: %w", err)
+		return o, &OptionError{Field: "Exe", Err: err}
 	}
 	o.Exe = exe
 	return o, nil

@@ -73,8 +73,9 @@ func TestOptionsValidate(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), "option "+c.field+":") {
-				t.Fatalf("err %v, want one naming option %s", err, c.field)
+			var oe *OptionError
+			if err == nil || !strings.Contains(err.Error(), "option "+c.field+":") || !errors.As(err, &oe) || oe.Field != c.field {
+				t.Fatalf("err %v, want an *OptionError naming option %s", err, c.field)
 			}
 		})
 	}

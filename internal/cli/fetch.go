@@ -399,7 +399,8 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		if errors.Is(err, browser.ErrNoBrowser) {
 			return &ExitError{Code: ExitEnv, Err: err, Hint: "install Chromium (e.g. apt-get install chromium)"}
 		}
-		if res == nil && err != nil && strings.HasPrefix(err.Error(), "browser: option ") {
+		var oe *browser.OptionError
+		if res == nil && errors.As(err, &oe) {
 			return Usage(err, hint)
 		}
 		if res != nil && res.Status >= 400 {
