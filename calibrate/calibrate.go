@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/emu/trace"
 	"github.com/quicbench/quicbench/forward"
+	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -218,8 +220,16 @@ type run struct {
 	vrx     *receiver
 	vtx     *sender
 
+	// timer is the machine's timer baseline: a thread sleeping like the
+	// forwarding threads, whose lateness is measured in each probe phase.
+	timer *forward.TimerProbe
+
 	closers []io.Closer
 }
+
+// timerProbePeriod is the sleep of the machine's timer baseline thread: a
+// thousand wake-ups per second, about 1% of a core.
+const timerProbePeriod = time.Millisecond
 
 // Run builds a testbed with cfg's links, calibrates it and removes it. An
 // error means the calibration could not be carried out (bad Config, no
@@ -288,10 +298,17 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 	}
 	up, _ := tb.ForwarderStats()
 	r.rep.Realtime = up.Realtime
+	if r.timer, err = forward.StartTimerProbe(emu.MonotonicClock(), timerProbePeriod, up.Realtime); err != nil {
+		r.close()
+		return nil, err
+	}
 	return r, nil
 }
 
 func (r *run) close() {
+	if r.timer != nil {
+		r.timer.Stop()
+	}
 	for i := len(r.closers) - 1; i >= 0; i-- {
 		_ = r.closers[i].Close()
 	}
@@ -563,11 +580,21 @@ func (r *run) probes(loaded bool) error {
 	r.progress("%s phase: %d probes per direction (%.1f s)%s", name, r.cfg.Packets, longest, map[bool]string{true: " with bulk UDP load", false: ""}[loaded])
 	before := r.outsideSnapshot()
 	stop := collect(r.rx[:], cols)
+	r.timer.Take()
+	phase0 := time.Now()
+	cpu0, cpuErr0 := sysinfo.ReadCPUTimes()
 	r.runFlows(flows)
 	if !r.waitIdle(max(drainLimit(r.links[0]), drainLimit(r.links[1]))) && r.ctx.Err() == nil {
 		r.warn("%s: the link still held packets when the phase ended", name)
 	}
 	time.Sleep(20 * time.Millisecond)
+	machine := r.timer.Take()
+	phaseLen := time.Since(phase0)
+	cpu1, cpuErr1 := sysinfo.ReadCPUTimes()
+	stolen := time.Duration(-1)
+	if cpuErr0 == nil && cpuErr1 == nil {
+		stolen = sysinfo.StealBetween(cpu0, cpu1)
+	}
 	if err := stop(); err != nil {
 		return fmt.Errorf("%s phase receiver: %w", name, err)
 	}
@@ -582,6 +609,7 @@ func (r *run) probes(loaded bool) error {
 		}
 	}
 	after := r.outsideSnapshot()
+	first := len(r.rep.Figures)
 	for dir := range 2 {
 		label := "idle"
 		if loaded {
@@ -592,7 +620,64 @@ func (r *run) probes(loaded bool) error {
 		}
 		r.wakeFigures(dir, label, before.fwd[dir], after.fwd[dir])
 	}
+	phase := map[bool]string{false: "idle", true: "loaded"}[loaded]
+	r.machineFigures(phase, machine, phaseLen, stolen, first)
 	return nil
+}
+
+// machineFigures reports the machine's own timer precision during a probe
+// phase (the baseline thread's wake-up lateness, and the CPU time the
+// hypervisor stole; stolen < 0: unknown), and marks the delay figures of
+// the phase that failed while the machine itself woke threads later than
+// the tolerance: on such a machine (a busy host's virtual machine) no
+// emulator can meet it, and the note says so.
+func (r *run) machineFigures(phase string, m forward.TimerStats, phaseLen, stolen time.Duration, first int) {
+	if m.Wakeups == 0 {
+		return
+	}
+	share := -1.0
+	if phaseLen > 0 {
+		share = 100 * float64(m.LateOver150SumNs) / float64(phaseLen)
+	}
+	held := ""
+	if share >= 0 {
+		held = fmt.Sprintf(" for %.2f%% of the phase", share)
+	}
+	var missed []string
+	if m.Over150us > 0 {
+		for i := first; i < len(r.rep.Figures); i++ {
+			f := &r.rep.Figures[i]
+			if f.Status != StatusFail || !isDelayFigure(f.Name) {
+				continue
+			}
+			f.Note = strings.TrimSpace(f.Note + fmt.Sprintf(" (the machine itself held a sleeping thread back more than 150 us%s, up to %.0f us)", held, float64(m.LateMaxNs)/1e3))
+			missed = append(missed, strings.TrimSpace(f.Direction+" "+f.Name))
+		}
+	}
+	r.rep.Figures = append(r.rep.Figures,
+		Figure{Name: "machine timer wake-up lateness mean " + phase, Unit: "us", Measured: float64(m.LateMean()) / 1e3,
+			Tolerance: "-", Status: StatusInfo, Note: fmt.Sprintf("%d wake-ups of a baseline thread sleeping like the emulator's", m.Wakeups)},
+		Figure{Name: "machine timer wake-up lateness max " + phase, Unit: "us", Measured: float64(m.LateMaxNs) / 1e3,
+			Tolerance: "-", Status: StatusInfo, Note: fmt.Sprintf("%d wake-ups later than 150 us, %d later than 500 us", m.Over150us, m.Over500us)})
+	if share >= 0 {
+		r.rep.Figures = append(r.rep.Figures, Figure{Name: "machine time held back over 150 us " + phase, Unit: "%",
+			Measured: share, Tolerance: "-", Status: StatusInfo,
+			Note: "summed lateness of the baseline's wake-ups later than 150 us, share of the phase"})
+	}
+	if stolen >= 0 {
+		r.rep.Figures = append(r.rep.Figures, Figure{Name: "CPU time stolen by the hypervisor " + phase, Unit: "ms",
+			Measured: float64(stolen) / 1e6, Tolerance: "-", Status: StatusInfo, Note: "all CPUs, from /proc/stat"})
+	}
+	if len(missed) > 0 {
+		r.warn("%s outside tolerance while the machine itself was late: a baseline thread sleeping the way the emulator's threads do woke %d times more than 150 us late (at worst %.0f us, held back%s; %v of CPU time stolen by the hypervisor). A delayed departure delays every packet behind it, so when the machine holds threads back for a few tenths of a percent of the time, more than 1%% of the probes arrive late and the p99 misses: the emulator cannot be more precise than its host. Calibrate again on a quiet or bare-metal machine",
+			strings.Join(missed, ", "), m.Over150us, float64(m.LateMaxNs)/1e3, held, max(stolen, 0))
+	}
+}
+
+// isDelayFigure reports whether a probe-phase figure is a timing one (delay
+// percentiles and jitter) that late wake-ups of the machine can push out.
+func isDelayFigure(name string) bool {
+	return strings.HasPrefix(name, "delay p") || strings.HasPrefix(name, "jitter")
 }
 
 // wakeFigures reports how late the emulator's thread woke for departures

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/forward"
 )
 
 // These tests build real testbeds and veth pairs (root; CI is root). They
@@ -93,6 +94,16 @@ func TestRunDelayAndLoss(t *testing.T) {
 			t.Errorf("%s: a link without jitter reordered: %+v", dir, f)
 		}
 	}
+	for _, phase := range []string{"idle", "loaded"} {
+		mean := figure(t, rep, "", "machine timer wake-up lateness mean "+phase)
+		worst := figure(t, rep, "", "machine timer wake-up lateness max "+phase)
+		if mean.Status != StatusInfo || mean.Measured < 0 || worst.Measured < mean.Measured {
+			t.Errorf("machine timer %s: mean %+v max %+v", phase, mean, worst)
+		}
+		if f := figure(t, rep, "", "CPU time stolen by the hypervisor "+phase); f.Measured < 0 {
+			t.Errorf("steal %s: %+v", phase, f)
+		}
+	}
 	for _, f := range rep.Figures {
 		if f.Name == "delivered rate" {
 			t.Errorf("a link without rate has a delivered rate figure: %+v", f)
@@ -150,5 +161,54 @@ func TestRunCancelled(t *testing.T) {
 	_, err := Run(ctx, Config{Packets: 100})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run with a cancelled context: %v", err)
+	}
+}
+
+// TestMachineFiguresBlameTheMachine: a delay figure that failed while the
+// machine's baseline thread too woke more than 150 us late gets a note and
+// a warning; passing figures, other figures and quiet phases get none.
+func TestMachineFiguresBlameTheMachine(t *testing.T) {
+	newRep := func() *run {
+		return &run{rep: &Report{Figures: []Figure{
+			{Direction: "up", Name: "earlier phase delay p99 idle", Status: StatusFail},
+			{Direction: "up", Name: "delay p99 idle", Status: StatusFail},
+			{Direction: "down", Name: "delay p99 idle", Status: StatusOK},
+			{Direction: "up", Name: "loss", Status: StatusFail},
+		}}}
+	}
+	late := forward.TimerStats{Wakeups: 100, LateSumNs: 400_000, LateMaxNs: 1_200_000, Over50us: 3, Over150us: 2, Over500us: 1, LateOver150SumNs: 1_200_000}
+	r := newRep()
+	r.machineFigures("idle", late, 200*time.Millisecond, 20*time.Millisecond, 1)
+	if n := r.rep.Figures[1].Note; !strings.Contains(n, "up to 1200 us") || !strings.Contains(n, "for 0.60% of the phase") {
+		t.Errorf("failed delay figure's note = %q", n)
+	}
+	for _, i := range []int{0, 2, 3} {
+		if r.rep.Figures[i].Note != "" {
+			t.Errorf("figure %d got a note: %q", i, r.rep.Figures[i].Note)
+		}
+	}
+	if len(r.rep.Warnings) != 1 || !strings.Contains(r.rep.Warnings[0], "up delay p99 idle outside tolerance") ||
+		!strings.Contains(r.rep.Warnings[0], "woke 2 times more than 150 us late") || !strings.Contains(r.rep.Warnings[0], "20ms of CPU time stolen") {
+		t.Errorf("warnings = %q", r.rep.Warnings)
+	}
+	if got := len(r.rep.Figures); got != 8 {
+		t.Errorf("%d figures, want 4 + mean, max, held-back share and steal", got)
+	}
+	if f := r.rep.Figures[6]; f.Name != "machine time held back over 150 us idle" || f.Measured != 0.6 {
+		t.Errorf("held-back figure %+v, want 0.6%% (1.2 ms of 200 ms)", f)
+	}
+	if f := r.rep.Figures[4]; f.Name != "machine timer wake-up lateness mean idle" || f.Measured != 4 {
+		t.Errorf("mean figure %+v, want 4 us", f)
+	}
+
+	quiet := late
+	quiet.Over150us, quiet.Over500us, quiet.LateMaxNs = 0, 0, 140_000
+	r = newRep()
+	r.machineFigures("idle", quiet, 0, -1, 1)
+	if r.rep.Figures[1].Note != "" || len(r.rep.Warnings) != 0 {
+		t.Errorf("a quiet machine was blamed: %q %q", r.rep.Figures[1].Note, r.rep.Warnings)
+	}
+	if got := len(r.rep.Figures); got != 6 {
+		t.Errorf("%d figures, want 4 + mean and max (steal unknown)", got)
 	}
 }

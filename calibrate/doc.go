@@ -85,6 +85,19 @@
 //   - emulator wake-up lateness mean/max: how late the emulator's threads
 //     woke for departures (package forward's own figures), to tell its
 //     timer error from the rest of the path.
+//   - machine timer wake-up lateness mean/max, and CPU time stolen by the
+//     hypervisor, per phase: the machine's own baseline. A thread set up
+//     like a forwarding thread (locked, 1 ns slack, SCHED_FIFO, raw ppoll)
+//     but forwarding nothing sleeps 1 ms again and again during the phase
+//     (forward.TimerProbe); its lateness is what the machine does to any
+//     sleeping thread. Virtual machines whose virtual CPU the host
+//     deschedules wake every thread late now and then (on the reference
+//     machine, a KVM guest: up to 1.6 ms a few times per second, and a
+//     real-time thread spinning in C lost its CPU for up to 17 ms). A
+//     delay or jitter figure that fails in a phase in which the baseline
+//     too woke more than 150 us late says so in its note and in a warning:
+//     the miss is then the machine's, not the emulator's, and the
+//     calibration should be repeated on a quieter machine.
 //   - loss: probes that arrived with no intact copy, with the exact 95%
 //     (Clopper-Pearson) interval. When losses are independent (random loss
 //     without correlation, and duplicate and corrupt without correlation),

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quicbench/quicbench/internal/model"
 )
@@ -78,9 +79,25 @@ func cpuModel() string {
 }
 
 // CPUTimes is a snapshot of the machine-wide CPU counters of /proc/stat, in
-// clock ticks.
+// clock ticks (USER_HZ, 100 per second on every Linux architecture).
 type CPUTimes struct {
 	Busy, Total uint64
+	// Steal is the time the hypervisor ran something else while a virtual
+	// CPU of this machine had work to do (0 on bare metal); it is part of
+	// Busy and Total.
+	Steal uint64
+}
+
+// userHZ is the unit of /proc/stat's counters.
+const userHZ = 100
+
+// StealBetween returns the CPU time stolen by the hypervisor between two
+// snapshots, summed over the CPUs.
+func StealBetween(a, b CPUTimes) time.Duration {
+	if b.Steal <= a.Steal {
+		return 0
+	}
+	return time.Duration(b.Steal-a.Steal) * (time.Second / userHZ)
 }
 
 // ReadCPUTimes reads the aggregate "cpu" line of /proc/stat.
@@ -110,6 +127,9 @@ func parseProcStat(b []byte) (CPUTimes, error) {
 			break
 		}
 		t.Total += v
+		if i == 7 {
+			t.Steal = v
+		}
 		if i != 3 && i != 4 { // idle, iowait
 			t.Busy += v
 		}
