@@ -19,7 +19,10 @@
 // (offload.Coalescer, like GRO) into as few writes as possible.
 //
 // With Options.Realtime the threads run under SCHED_FIFO, so that a busy
-// machine does not delay their wake-ups by a scheduler time slice.
+// machine does not delay their wake-ups by a scheduler time slice; a thread
+// that is itself busy more than 80% of the time moves to the normal
+// scheduler until it is less busy, so that the kernel's real-time
+// throttling never stops it (rtgov.go).
 package forward
 
 import (
@@ -71,7 +74,12 @@ type Stats struct {
 	TimerWakeups uint64
 	LateSumNs    uint64
 	LateMaxNs    uint64
-	Realtime     bool // the thread runs under SCHED_FIFO
+	Realtime     bool // the thread was granted SCHED_FIFO
+	// Shed counts the times the thread left SCHED_FIFO for the normal
+	// scheduler because it was busy more than 80% of the time (and so would
+	// be stopped by the kernel's real-time throttling; see rtgov.go); it
+	// returns once it is busy less than half the time.
+	Shed uint64
 }
 
 // Options tune a Forwarder.
@@ -83,9 +91,10 @@ type Options struct {
 	TimerAdvance bool
 	// Realtime asks for SCHED_FIFO (priority RealtimePriority) on the
 	// forwarding threads; without the privilege (CAP_SYS_NICE), the threads
-	// stay on the normal scheduler and Stats.Realtime says so. The kernel's
-	// real-time throttling (sched_rt_runtime_us, 95% by default) keeps a busy
-	// thread from starving the machine.
+	// stay on the normal scheduler and Stats.Realtime says so. A thread
+	// busy more than 80% of the time moves to the normal scheduler until it
+	// is less busy (Stats.Shed), so that the kernel's real-time throttling
+	// (sched_rt_runtime_us, 95% by default) never stops it.
 	Realtime bool
 }
 
@@ -121,7 +130,7 @@ type path struct {
 	rtDone   atomic.Bool
 
 	readErrors, writeErrors, poolEmpty, malformed, oversize, reads, writes, wakeups atomic.Uint64
-	timerWakeups, lateSum, lateMax                                                  atomic.Uint64
+	timerWakeups, lateSum, lateMax, shed                                            atomic.Uint64
 }
 
 const (
@@ -191,6 +200,7 @@ func (f *Forwarder) Stats(i int) Stats {
 		LateSumNs:    p.lateSum.Load(),
 		LateMaxNs:    p.lateMax.Load(),
 		Realtime:     p.rtDone.Load(),
+		Shed:         p.shed.Load(),
 	}
 }
 
@@ -313,7 +323,24 @@ func (p *path) run() {
 	var ts unix.Timespec
 	var evbuf [8]byte
 	wk := waker{adaptive: p.advance}
+	var gov rtGovernor
+	govern := p.rtDone.Load()
+	if govern {
+		gov.start(p.clock.Now(), threadCPU())
+	}
 	for {
+		if govern {
+			if now := p.clock.Now(); gov.due(now) {
+				switch gov.step(now, threadCPU()) {
+				case rtShed:
+					if setNormal() == nil {
+						p.shed.Add(1)
+					}
+				case rtResume:
+					_ = setFIFO(RealtimePriority)
+				}
+			}
+		}
 		// Deliver what is due.
 		if vio != nil {
 			vio.deliver(p, link)
@@ -688,6 +715,18 @@ func setFIFO(prio int) error {
 		return e
 	}
 	return nil
+}
+
+// threadCPU returns the calling thread's CPU time in ns (0 if the clock
+// cannot be read). A raw system call, like the thread's others: the vDSO
+// does not serve CPU-time clocks.
+func threadCPU() int64 {
+	var ts unix.Timespec
+	_, _, e := unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_THREAD_CPUTIME_ID, uintptr(unsafe.Pointer(&ts)), 0)
+	if e != 0 {
+		return 0
+	}
+	return ts.Nano()
 }
 
 // setNormal returns the calling thread to SCHED_OTHER.
