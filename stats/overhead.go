@@ -42,28 +42,31 @@ func (s Spread) String() string {
 }
 
 // OverheadSample is what the overhead summary needs of one sample: its
-// client, its overhead (model.Sample.Overhead) and the part of it spent
-// draining the link (model.Sample.Drain).
+// client, its overhead (model.Sample.Overhead), the part of it spent
+// draining the link (model.Sample.Drain) and the part the test spent on its
+// unmeasured preparation (model.Sample.Prep).
 type OverheadSample struct {
-	Client          string
-	Overhead, Drain time.Duration
+	Client                string
+	Overhead, Drain, Prep time.Duration
 }
 
 // ClientOverhead summarises the per-sample overhead of one client's samples
 // (docs/metrics.md, "Per-sample overhead"): Total is everything outside the
 // measured part; Drain the wait for the sample's connections to close across
-// the link, about one one-way delay of the link; Own the rest (Total minus
-// Drain per sample): the runner's own work (link reset, control round trips,
-// storing) and, for Chromium, the browser's start and teardown.
+// the link, about one one-way delay of the link; Prep the test's unmeasured
+// preparation in the client (warm-up and priming connections; for Chromium
+// the browser's start and its priming load); Own the rest (Total minus
+// Drain minus Prep per sample): the runner's own work (link reset, control
+// round trips, storing) and, for Chromium, the browser's teardown.
 type ClientOverhead struct {
-	Client            string
-	Total, Drain, Own Spread
+	Client                  string
+	Total, Drain, Prep, Own Spread
 }
 
 // Overheads summarises the overhead of samples per client, the built-in
 // client first, then the others in order of first appearance.
 func Overheads(samples []OverheadSample) []ClientOverhead {
-	type acc struct{ total, drain, own []time.Duration }
+	type acc struct{ total, drain, prep, own []time.Duration }
 	by := map[string]*acc{}
 	var order []string
 	for _, s := range samples {
@@ -75,7 +78,8 @@ func Overheads(samples []OverheadSample) []ClientOverhead {
 		}
 		a.total = append(a.total, s.Overhead)
 		a.drain = append(a.drain, s.Drain)
-		a.own = append(a.own, s.Overhead-s.Drain)
+		a.prep = append(a.prep, s.Prep)
+		a.own = append(a.own, s.Overhead-s.Drain-s.Prep)
 	}
 	slices.SortStableFunc(order, func(x, y string) int {
 		switch {
@@ -91,7 +95,7 @@ func Overheads(samples []OverheadSample) []ClientOverhead {
 	out := make([]ClientOverhead, 0, len(order))
 	for _, c := range order {
 		a := by[c]
-		out = append(out, ClientOverhead{Client: c, Total: SpreadOf(a.total), Drain: SpreadOf(a.drain), Own: SpreadOf(a.own)})
+		out = append(out, ClientOverhead{Client: c, Total: SpreadOf(a.total), Drain: SpreadOf(a.drain), Prep: SpreadOf(a.prep), Own: SpreadOf(a.own)})
 	}
 	return out
 }
@@ -105,7 +109,7 @@ func DatasetOverheads(ds *model.Dataset) []ClientOverhead {
 	}
 	in := make([]OverheadSample, len(ds.Samples))
 	for i, s := range ds.Samples {
-		in[i] = OverheadSample{Client: client[s.CellID], Overhead: s.Overhead, Drain: s.Drain}
+		in[i] = OverheadSample{Client: client[s.CellID], Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep}
 	}
 	return Overheads(in)
 }

@@ -37,27 +37,51 @@ func TestSpreadOf(t *testing.T) {
 func TestOverheadsPerClient(t *testing.T) {
 	ms := time.Millisecond
 	in := []OverheadSample{
-		{Client: model.ClientChromium, Overhead: 900 * ms},
+		{Client: model.ClientChromium, Overhead: 900 * ms, Prep: 600 * ms},
 		{Client: model.ClientBuiltin, Overhead: 30 * ms, Drain: 26 * ms},
 		{Client: model.ClientBuiltin, Overhead: 3 * ms, Drain: 1 * ms},
-		{Client: model.ClientChromium, Overhead: 1100 * ms},
+		// latency and handshake samples: warm-up or priming before the
+		// measured part
+		{Client: model.ClientBuiltin, Overhead: 160 * ms, Drain: 26 * ms, Prep: 131 * ms},
+		{Client: model.ClientBuiltin, Overhead: 150 * ms, Drain: 25 * ms, Prep: 120 * ms},
+		{Client: model.ClientChromium, Overhead: 1100 * ms, Prep: 650 * ms},
 	}
 	got := Overheads(in)
 	if len(got) != 2 || got[0].Client != model.ClientBuiltin || got[1].Client != model.ClientChromium {
 		t.Fatalf("clients %+v, want builtin first, then chromium", got)
 	}
-	b := got[0]
-	if b.Total != (Spread{P50: 3 * ms, P95: 30 * ms, Max: 30 * ms, N: 2}) ||
-		b.Drain != (Spread{P50: 1 * ms, P95: 26 * ms, Max: 26 * ms, N: 2}) ||
-		b.Own != (Spread{P50: 2 * ms, P95: 4 * ms, Max: 4 * ms, N: 2}) {
-		t.Errorf("builtin %+v", b)
+	// nearest rank over 4 values: p50 the 2nd, p95 the 4th
+	want := ClientOverhead{
+		Client: model.ClientBuiltin,
+		Total:  Spread{P50: 30 * ms, P95: 160 * ms, Max: 160 * ms, N: 4}, // 3 30 150 160
+		Drain:  Spread{P50: 25 * ms, P95: 26 * ms, Max: 26 * ms, N: 4},   // 1 25 26 26
+		Prep:   Spread{P50: 0, P95: 131 * ms, Max: 131 * ms, N: 4},       // 0 0 120 131
+		Own:    Spread{P50: 3 * ms, P95: 5 * ms, Max: 5 * ms, N: 4},      // 2 3 4 5
 	}
-	if c := got[1]; c.Total.P50 != 900*ms || c.Own != c.Total || c.Drain.Max != 0 {
-		t.Errorf("chromium %+v", c)
+	if got[0] != want {
+		t.Errorf("builtin\n got %+v\nwant %+v", got[0], want)
+	}
+	// nearest rank over 2 values: p50 the 1st, p95 the 2nd
+	want = ClientOverhead{
+		Client: model.ClientChromium,
+		Total:  Spread{P50: 900 * ms, P95: 1100 * ms, Max: 1100 * ms, N: 2},
+		Drain:  Spread{N: 2},
+		Prep:   Spread{P50: 600 * ms, P95: 650 * ms, Max: 650 * ms, N: 2},
+		Own:    Spread{P50: 300 * ms, P95: 450 * ms, Max: 450 * ms, N: 2},
+	}
+	if got[1] != want {
+		t.Errorf("chromium\n got %+v\nwant %+v", got[1], want)
 	}
 	ds := &model.Dataset{
-		Cells:   []model.Cell{{ID: 1, Client: model.ClientBuiltin}, {ID: 2, Client: model.ClientChromium}},
-		Samples: []model.Sample{{CellID: 2, Overhead: 900 * ms}, {CellID: 1, Overhead: 30 * ms, Drain: 26 * ms}, {CellID: 1, Overhead: 3 * ms, Drain: ms}, {CellID: 2, Overhead: 1100 * ms}},
+		Cells: []model.Cell{{ID: 1, Client: model.ClientBuiltin}, {ID: 2, Client: model.ClientChromium}},
+		Samples: []model.Sample{
+			{CellID: 2, Overhead: 900 * ms, Prep: 600 * ms},
+			{CellID: 1, Overhead: 30 * ms, Drain: 26 * ms},
+			{CellID: 1, Overhead: 3 * ms, Drain: ms},
+			{CellID: 1, Overhead: 160 * ms, Drain: 26 * ms, Prep: 131 * ms},
+			{CellID: 1, Overhead: 150 * ms, Drain: 25 * ms, Prep: 120 * ms},
+			{CellID: 2, Overhead: 1100 * ms, Prep: 650 * ms},
+		},
 	}
 	if fromDS := DatasetOverheads(ds); !slices.Equal(fromDS, got) {
 		t.Errorf("DatasetOverheads = %+v, want %+v", fromDS, got)

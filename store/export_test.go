@@ -296,7 +296,8 @@ func TestExportFormatsAgree(t *testing.T) {
 			get("down_bytes_in") != strconv.FormatUint(s.LinkDown.BytesIn, 10) ||
 			get("error") != s.Error || get("n_warnings") != strconv.Itoa(len(s.Warnings)) ||
 			get("overhead_ns") != strconv.FormatInt(int64(s.Overhead), 10) ||
-			get("drain_ns") != strconv.FormatInt(int64(s.Drain), 10) || s.Drain == 0 {
+			get("drain_ns") != strconv.FormatInt(int64(s.Drain), 10) || s.Drain == 0 ||
+			get("prep_ns") != strconv.FormatInt(int64(s.Prep), 10) || s.Prep == 0 {
 			t.Errorf("sample row %d = %v does not match %+v", i, row, s)
 		}
 		if want := csvField(s.Value); get("value") != want {

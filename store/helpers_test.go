@@ -73,6 +73,7 @@ func fullSample(cellID int64, iteration, points int) model.Sample {
 		Wall:      time.Duration(k) * 3141592,
 		Overhead:  time.Duration(k) * 2718,
 		Drain:     time.Duration(k) * 1414,
+		Prep:      time.Duration(k) * 1000,
 		Status:    model.StatusOK,
 		Value:     9.25 + float64(k)/7,
 		Metrics: map[string]float64{

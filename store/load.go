@@ -193,8 +193,8 @@ func (db *DB) readSamplesParallel(ctx context.Context, tx *sql.Tx, r idRange, n 
 // readSamples reads the samples of the cells in pos with IDs in r.
 func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int64]int) ([]model.Sample, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT s.id, s.cell_id, s.iteration, s.warmup, s.ord, s.seed,
-		s.started_ns, s.wall_ns, s.overhead_ns, s.drain_ns, s.status, s.error, s.value, s.alpn, s.http_version,
-		s.tls_version, s.cipher, s.quic_version, s.resumed, s.zero_rtt, s.cpu_client_user_ns,
+		s.started_ns, s.wall_ns, s.overhead_ns, s.drain_ns, s.prep_ns, s.status, s.error, s.value, s.alpn,
+		s.http_version, s.tls_version, s.cipher, s.quic_version, s.resumed, s.zero_rtt, s.cpu_client_user_ns,
 		s.cpu_client_sys_ns, s.cpu_server_user_ns, s.cpu_server_sys_ns,
 		s.up_packets_in, s.up_bytes_in, s.up_packets_out, s.up_bytes_out, s.up_drop_loss,
 		s.up_drop_queue, s.up_drop_corrupt, s.up_drop_off, s.up_duplicated, s.up_reordered,
@@ -211,7 +211,7 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		in                                       = interner{}
 		samples                                  = make([]model.Sample, 0, n)
 		warm, seed, wall, overhead, drain, zrtt  int64
-		resumed                                  int64
+		prep, resumed                            int64
 		cu, cs, su, ss                           int64
 		started                                  sql.NullInt64
 		value                                    sql.NullFloat64
@@ -219,7 +219,7 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		up, down                                 [12]int64
 		metrics                                  sql.RawBytes
 	)
-	dest := []any{nil, nil, nil, &warm, nil, &seed, &started, &wall, &overhead, &drain, &status, nil, &value,
+	dest := []any{nil, nil, nil, &warm, nil, &seed, &started, &wall, &overhead, &drain, &prep, &status, nil, &value,
 		&alpn, &httpv, &tlsv, &cipher, &quicv, &resumed, &zrtt, &cu, &cs, &su, &ss}
 	for i := range up {
 		dest = append(dest, &up[i])
@@ -231,7 +231,7 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 	for rows.Next() {
 		samples = append(samples, model.Sample{})
 		s := &samples[len(samples)-1]
-		dest[0], dest[1], dest[2], dest[4], dest[11] = &s.ID, &s.CellID, &s.Iteration, &s.Order, &s.Error
+		dest[0], dest[1], dest[2], dest[4], dest[12] = &s.ID, &s.CellID, &s.Iteration, &s.Order, &s.Error
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
@@ -242,7 +242,8 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		s.Warmup = warm != 0
 		s.Seed = uint64(seed)
 		s.Started = nsToTime(started)
-		s.Wall, s.Overhead, s.Drain = time.Duration(wall), time.Duration(overhead), time.Duration(drain)
+		s.Wall, s.Overhead = time.Duration(wall), time.Duration(overhead)
+		s.Drain, s.Prep = time.Duration(drain), time.Duration(prep)
 		s.Status = model.Status(in.bytes(status))
 		s.Value = floatOrNaN(value)
 		s.Negotiated = model.Negotiated{ALPN: in.bytes(alpn), HTTPVersion: in.bytes(httpv),

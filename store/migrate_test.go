@@ -95,6 +95,9 @@ func TestMigrateOlderSchema(t *testing.T) {
 			if version < 4 {
 				want.Drain = 0
 			}
+			if version < 5 {
+				want.Prep = 0
+			}
 			if version < 3 {
 				for i := range want.Transport {
 					want.Transport[i].CongestionStateChanges = 0
@@ -138,6 +141,23 @@ func TestMigrateOlderSchema(t *testing.T) {
 			}
 			if strings.Join(got, ",") != strings.Join(wantCSC, ",") {
 				t.Errorf("exported congestion_state_changes %v, want %v", got, wantCSC)
+			}
+			// The overhead and its parts: the older sample's new parts read
+			// as 0, the newer sample's as stored.
+			sm := readCSV(t, exportAll(t, mdb, FormatCSV, 0)["samples"])
+			for _, name := range []string{"overhead_ns", "drain_ns", "prep_ns"} {
+				ci := col(t, sm, name)
+				if len(sm.rows) != 2 {
+					t.Fatalf("%d exported samples, want 2", len(sm.rows))
+				}
+				field := map[string]func(model.Sample) int64{
+					"overhead_ns": func(s model.Sample) int64 { return int64(s.Overhead) },
+					"drain_ns":    func(s model.Sample) int64 { return int64(s.Drain) },
+					"prep_ns":     func(s model.Sample) int64 { return int64(s.Prep) },
+				}[name]
+				if got, wantOld, wantNew := sm.rows[0][ci]+","+sm.rows[1][ci], fmt.Sprint(field(want)), fmt.Sprint(field(s)); got != wantOld+","+wantNew {
+					t.Errorf("exported %s %s, want %s,%s", name, got, wantOld, wantNew)
+				}
 			}
 		})
 	}

@@ -195,6 +195,11 @@ ALTER TABLE transport_stats ADD COLUMN congestion_state_changes INTEGER NOT NULL
 	`
 ALTER TABLE samples ADD COLUMN drain_ns INTEGER NOT NULL DEFAULT 0;  -- part of overhead_ns; 0 before version 4
 `,
+	// 5: the test's unmeasured preparation part of a sample's overhead
+	// (Sample.Prep).
+	`
+ALTER TABLE samples ADD COLUMN prep_ns INTEGER NOT NULL DEFAULT 0;  -- part of overhead_ns; 0 before version 5
+`,
 }
 
 // migrate brings the schema up to the newest version in one transaction.

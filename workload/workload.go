@@ -107,6 +107,15 @@ type Result struct {
 	Wall       time.Duration          `json:"wall"`            // measured part
 	Timelines  []model.Series         `json:"timelines,omitempty"`
 	Resources  []model.Resource       `json:"resources,omitempty"`
+	// Prep is the unmeasured preparation inside the client before the
+	// measured part: the warm-up connections and their unmeasured request
+	// (latency; page and site with connection warm), the priming connection
+	// that fetches the session ticket (handshake resumed and 0rtt), the
+	// browser's start (Chromium) and its priming load (Chromium with
+	// connection warm). 0 when nothing precedes the measured part; when the
+	// preparation fails, the time it took until it failed. Wall + Prep
+	// never exceeds the time the client spent on the sample.
+	Prep time.Duration `json:"prep"`
 }
 
 // BrowserLoader loads a page in a real browser. The agent sets it when
@@ -273,7 +282,9 @@ func (p params) duration(name string, def time.Duration) (time.Duration, error) 
 
 // fetch runs spec and fills the parts of a Result common to every test.
 func fetch(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, *Result, error) {
+	start := time.Now()
 	fr, err := endpoint.Fetch(ctx, spec)
+	took := time.Since(start)
 	res := &Result{Metrics: map[string]float64{}}
 	if fr != nil {
 		res.Negotiated = fr.Negotiated
@@ -282,6 +293,7 @@ func fetch(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult,
 		res.CPU = fr.CPU
 		res.Bytes = fr.Bytes + fr.UploadBytes
 		res.Wall = time.Duration(fr.MeasureEnd - fr.MeasureStart)
+		res.Prep = prepOf(spec, fr, took)
 		if len(fr.Conns) > 0 {
 			res.Metrics["connections"] = float64(len(fr.Conns))
 		}
@@ -296,6 +308,21 @@ func fetch(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult,
 		return fr, res, errors.New("fetch returned no requests")
 	}
 	return fr, res, nil
+}
+
+// prepOf is the unmeasured preparation of a fetch of spec that took took
+// (Result.Prep): the time from the fetch's start to its measured part when
+// spec warms connections up or primes a session ticket first, 0 when the
+// measured part is the first thing the fetch does. A preparation that
+// failed (the measured part never started) counts until the fetch gave up.
+func prepOf(spec endpoint.FetchSpec, fr *endpoint.FetchResult, took time.Duration) time.Duration {
+	if !spec.Warm && !spec.Resume && !spec.ZeroRTT {
+		return 0
+	}
+	if fr.MeasureEnd == 0 {
+		return took
+	}
+	return time.Duration(fr.MeasureStart)
 }
 
 // connOf returns the connection record of a request.

@@ -46,12 +46,15 @@ func TestEveryTestOverLoopback(t *testing.T) {
 	for _, c := range cases {
 		for _, proto := range c.protos {
 			t.Run(c.test+"/"+proto+"/"+c.params["mode"], func(t *testing.T) {
+				start := time.Now()
 				res := ex.Execute(context.Background(), Request{
 					Test: c.test, Protocol: proto, Params: c.params, Target: target, Timeout: 20 * time.Second,
 				})
+				took := time.Since(start)
 				if res.Status != model.StatusOK {
 					t.Fatalf("status %s: %s", res.Status, res.Error)
 				}
+				checkPrep(t, c.test, c.params, res, took)
 				for _, m := range c.want {
 					if v, ok := res.Metrics[m]; !ok || v <= 0 {
 						t.Errorf("metric %s = %v (present %v), want > 0", m, v, ok)
@@ -62,6 +65,69 @@ func TestEveryTestOverLoopback(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkPrep checks a successful sample's unmeasured preparation: warm-up
+// (latency) and priming (handshake resumed, 0rtt) come before the measured
+// part, no other test prepares anything; the measured part and the
+// preparation fit in the time the sample took.
+func checkPrep(t *testing.T, test string, params map[string]string, res *Result, took time.Duration) {
+	t.Helper()
+	mode := params["mode"]
+	prepares := test == TestLatency || (test == TestHandshake && (mode == "resumed" || mode == "0rtt")) ||
+		((test == TestPage || test == TestSite) && params["connection"] == ConnWarm)
+	switch {
+	case prepares && res.Prep <= 0:
+		t.Errorf("Prep = %v, want > 0 (warm-up or priming before the measured part)", res.Prep)
+	case !prepares && res.Prep != 0:
+		t.Errorf("Prep = %v, want 0 (nothing before the measured part)", res.Prep)
+	}
+	if res.Wall <= 0 || res.Wall+res.Prep > took {
+		t.Errorf("Wall %v + Prep %v: more than the %v the sample took (or no measured part)", res.Wall, res.Prep, took)
+	}
+}
+
+// A sample's preparation is told apart from its measured part: the
+// connections of latency and of a warm page load, and the priming
+// connection of a resumed handshake, count as preparation; a download has
+// none. A preparation that fails counts until the failure.
+func TestPrepBeforeMeasuredPart(t *testing.T) {
+	target := startServer(t)
+	var ex Executor
+	for _, c := range []struct {
+		test, proto string
+		params      map[string]string
+	}{
+		{TestLatency, model.ProtoH2, map[string]string{"requests": "3"}},
+		{TestLatency, model.ProtoH3, map[string]string{"requests": "3"}},
+		{TestHandshake, model.ProtoH2, map[string]string{"mode": "resumed"}},
+		{TestHandshake, model.ProtoH3, map[string]string{"mode": "resumed"}},
+		{TestHandshake, model.ProtoH3, map[string]string{"mode": "0rtt"}},
+		{TestHandshake, model.ProtoH3, map[string]string{"mode": "full"}},
+		{TestPage, model.ProtoH2, map[string]string{"objects": "2", "size": "1KB", "connection": ConnWarm}},
+		{TestPage, model.ProtoH2, map[string]string{"objects": "2", "size": "1KB", "connection": ConnCold}},
+		{TestDownload, model.ProtoH2, map[string]string{"size": "100KB"}},
+		{TestDownload, model.ProtoH3, map[string]string{"size": "100KB"}},
+	} {
+		t.Run(c.test+"/"+c.proto+"/"+c.params["mode"]+c.params["connection"], func(t *testing.T) {
+			start := time.Now()
+			res := ex.Execute(context.Background(), Request{Test: c.test, Protocol: c.proto, Params: c.params, Target: target, Timeout: 20 * time.Second})
+			took := time.Since(start)
+			if res.Status != model.StatusOK {
+				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			checkPrep(t, c.test, c.params, res, took)
+		})
+	}
+	// The priming connection is refused: no measured part, and the time
+	// until the failure is preparation.
+	start := time.Now()
+	res := ex.Execute(context.Background(), Request{Test: TestHandshake, Protocol: model.ProtoH2,
+		Params: map[string]string{"mode": "resumed"}, Target: Target{Host: "127.0.0.1", Port: 1}, Timeout: 5 * time.Second})
+	took := time.Since(start)
+	if res.Status != model.StatusFailed || res.Wall != 0 || res.Prep <= 0 || res.Prep > took {
+		t.Errorf("failed priming: status %s (%s), wall %v, prep %v, took %v", res.Status, res.Error, res.Wall, res.Prep, took)
 	}
 }
 
@@ -128,10 +194,13 @@ func TestPageConnection(t *testing.T) {
 				if conn != "" {
 					params["connection"] = conn
 				}
+				start := time.Now()
 				res := ex.Execute(context.Background(), Request{Test: TestPage, Protocol: proto, Params: params, Target: target, Timeout: 20 * time.Second})
+				took := time.Since(start)
 				if res.Status != model.StatusOK {
 					t.Fatalf("status %s: %s", res.Status, res.Error)
 				}
+				checkPrep(t, TestPage, params, res, took)
 				warm := conn == ConnWarm
 				want := map[bool]float64{false: 0, true: 1}[warm]
 				if got, ok := res.Metrics["connection_reused"]; !ok || got != want {

@@ -219,7 +219,16 @@ type Sample struct {
 	// server's final transport statistics), so that no packet of this
 	// sample is in flight when the link is reset for the next one: about
 	// one one-way delay of the link.
-	Drain  time.Duration
+	Drain time.Duration
+	// Prep is the part of Overhead the test spent, inside the client,
+	// preparing before its measured part without measuring it: connecting
+	// and completing an unmeasured request first (latency; page and site
+	// with connection warm), the priming connection that fetches the
+	// session ticket (handshake resumed and 0rtt), and for Chromium the
+	// browser's start with a fresh profile (and its priming load with
+	// connection warm). 0 when nothing precedes the measured part. When
+	// the preparation fails, the time it took until it failed.
+	Prep   time.Duration
 	Status Status
 	Error  string // cause when Status != StatusOK
 
