@@ -324,19 +324,37 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 	if na.Browser != "" || nb.Browser != "" {
 		pair("Chromium", orDash(na.Browser), orDash(nb.Browser))
 	}
-	// per-sample overhead per client, total (stats.ClientOverhead),
-	// summarised once per run
-	totals := func(ds *model.Dataset) map[string]string {
-		m := map[string]string{}
+	// per-sample overhead per client (stats.ClientOverhead), summarised
+	// once per run: the total, then the parts either run recorded
+	overheads := func(ds *model.Dataset) map[string]stats.ClientOverhead {
+		m := map[string]stats.ClientOverhead{}
 		for _, o := range stats.DatasetOverheads(ds) {
-			m[o.Client] = o.Total.String()
+			m[o.Client] = o
 		}
 		return m
 	}
-	oa, ob := totals(a), totals(b)
+	show := func(ok bool, s stats.Spread) string {
+		if !ok {
+			return "–"
+		}
+		return s.String()
+	}
+	oa, ob := overheads(a), overheads(b)
 	for _, c := range []string{model.ClientBuiltin, model.ClientChromium} {
-		if ta, tb := orDash(oa[c]), orDash(ob[c]); ta != "–" || tb != "–" {
-			pair("per-sample overhead, "+clientName(c)+" (p50 / p95 / max)", ta, tb)
+		ca, okA := oa[c]
+		cb, okB := ob[c]
+		if !okA && !okB {
+			continue
+		}
+		pair("per-sample overhead, "+clientName(c)+" (p50 / p95 / max)", show(okA, ca.Total), show(okB, cb.Total))
+		// A run that recorded neither part (an older quicbench's) has no
+		// breakdown: "–" rather than zeros.
+		splitA := okA && (ca.Drain.Max > 0 || ca.Prep.Max > 0)
+		splitB := okB && (cb.Drain.Max > 0 || cb.Prep.Max > 0)
+		drain := (okA && ca.Drain.Max > 0) || (okB && cb.Drain.Max > 0)
+		prep := (okA && ca.Prep.Max > 0) || (okB && cb.Prep.Max > 0)
+		for _, p := range overheadParts(c, drain, prep) {
+			pair(p.label, show(splitA, p.of(ca)), show(splitB, p.of(cb)))
 		}
 	}
 	if len(na.Warnings) > 0 || len(nb.Warnings) > 0 {

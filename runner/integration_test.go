@@ -21,6 +21,7 @@ import (
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
+	"github.com/quicbench/quicbench/workload"
 
 	_ "modernc.org/sqlite"
 )
@@ -291,10 +292,11 @@ func TestQuickPlan(t *testing.T) {
 	sum := runPlan(t, p, db, 0)
 	t.Logf("quick plan: %d samples in %s (%d failed, %d invalid)", sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid)
 	for _, o := range sum.Overheads {
-		t.Logf("per-sample overhead, %s: total %s; link drain %s; runner's own %s", o.Client, o.Total, o.Drain, o.Own)
+		t.Logf("per-sample overhead, %s: total %s; link drain %s; preparation %s; runner's own %s", o.Client, o.Total, o.Drain, o.Prep, o.Own)
 	}
 	ds := load(t, db)
 	checkComplete(t, ds)
+	checkPrep(t, ds)
 	ok := map[string]int{}
 	for _, s := range ds.Samples {
 		if s.Status == model.StatusOK && !s.Warmup {
@@ -344,12 +346,47 @@ func TestStudyPlansQuick(t *testing.T) {
 			t.Logf("%s (quick): %d samples in %s, %d failed, %d invalid", name, sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid)
 			ds := load(t, db)
 			checkComplete(t, ds)
+			checkPrep(t, ds)
 			for _, s := range ds.Samples {
 				if s.Status != model.StatusOK {
 					t.Errorf("sample of cell %d: %s: %s", s.CellID, s.Status, s.Error)
 				}
 			}
 		})
+	}
+}
+
+// checkPrep checks the stored preparation of every valid sample: the tests
+// that warm up or prime before their measured part (latency, handshake
+// resumed and 0rtt, page and site with connection warm) and every Chromium
+// sample (the browser's start) have one, the others none; the link drain
+// and the preparation fit in the sample's overhead.
+func checkPrep(t *testing.T, ds *model.Dataset) {
+	t.Helper()
+	cells := map[int64]*model.Cell{}
+	for i := range ds.Cells {
+		cells[ds.Cells[i].ID] = &ds.Cells[i]
+	}
+	bad := 0
+	for _, s := range ds.Samples {
+		c := cells[s.CellID]
+		f := map[string]string{}
+		for _, x := range c.Factors {
+			f[x.Name] = x.Value
+		}
+		prepares := c.Client == model.ClientChromium || c.Test == workload.TestLatency ||
+			(c.Test == workload.TestHandshake && (f["mode"] == "resumed" || f["mode"] == "0rtt")) ||
+			f["connection"] == workload.ConnWarm
+		ok := s.Prep >= 0 && s.Drain >= 0 && s.Drain+s.Prep <= s.Overhead
+		if s.Status == model.StatusOK {
+			ok = ok && (s.Prep > 0) == prepares
+		}
+		if !ok && bad < 10 {
+			t.Errorf("sample %d/%d of %s (%s): overhead %v, drain %v, prep %v", s.CellID, s.Iteration, c.Key, s.Status, s.Overhead, s.Drain, s.Prep)
+		}
+		if !ok {
+			bad++
+		}
 	}
 }
 

@@ -26,3 +26,21 @@ func TestOverheadIncludesStoring(t *testing.T) {
 		t.Fatalf("second sample: overhead %v, want 4s (2s storing the first + 2s around the measurement)", got)
 	}
 }
+
+// The preparation the client reports is stored as it is, but never as more
+// than the overhead leaves beside the drain, nor as less than 0.
+func TestOverheadPrepPart(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct{ reported, overhead, drain, want time.Duration }{
+		{0, 30 * ms, 25 * ms, 0},
+		{120 * ms, 150 * ms, 25 * ms, 120 * ms},
+		{125 * ms, 150 * ms, 25 * ms, 125 * ms},
+		{130 * ms, 150 * ms, 25 * ms, 125 * ms}, // a wrong report: clamped
+		{-ms, 150 * ms, 25 * ms, 0},
+		{600 * ms, 900 * ms, 0, 600 * ms}, // Chromium: no drain
+	} {
+		if got := prepPart(c.reported, c.overhead, c.drain); got != c.want {
+			t.Errorf("prepPart(%v, %v, %v) = %v, want %v", c.reported, c.overhead, c.drain, got, c.want)
+		}
+	}
+}

@@ -34,7 +34,9 @@ type Event struct {
 	Value     float64       `json:"value"`
 	Unit      string        `json:"unit"`
 	Error     string        `json:"error,omitempty"`
-	Overhead  time.Duration `json:"overhead_ns"`
+	Overhead  time.Duration `json:"overhead_ns"` // everything the sample cost outside its measured part
+	Drain     time.Duration `json:"drain_ns"`    // of Overhead: waiting for the connections to close across the link
+	Prep      time.Duration `json:"prep_ns"`     // of Overhead: the test's unmeasured preparation in the client
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	ETA       time.Duration `json:"eta_ns"`
 }

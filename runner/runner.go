@@ -66,9 +66,10 @@ type Summary struct {
 	Warnings int
 	Elapsed  time.Duration
 	// Overheads is the per-sample time spent outside the measured part
-	// (link reset, waiting for connections to close across the link,
-	// control round trips, storing; browser start for Chromium), per
-	// client, over this invocation.
+	// (link reset, waiting for connections to close across the link, the
+	// test's unmeasured preparation such as warm-up connections, priming
+	// and the browser's start, control round trips, storing), per client,
+	// over this invocation.
 	Overheads []stats.ClientOverhead
 	Complete  bool
 }
@@ -158,12 +159,12 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 			sum.Invalid++
 		}
 		sum.Warnings += len(s.Warnings)
-		overheads = append(overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain})
+		overheads = append(overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
 		el := time.Since(start)
 		prog.update(step.Cell.Group, Event{
 			Done: sum.Resumed + sum.Taken, Total: sum.Planned, Cell: step.Cell.Key, Iteration: step.Iteration,
 			Warmup: step.Warmup(), Protocol: step.Cell.Protocol, Status: string(s.Status), Value: s.Value,
-			Unit: step.Cell.Unit, Error: s.Error, Overhead: s.Overhead, Elapsed: el,
+			Unit: step.Cell.Unit, Error: s.Error, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep, Elapsed: el,
 			ETA: eta(el, sum.Taken, len(todo)-i-1),
 		})
 	}

@@ -206,6 +206,7 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Error = fmt.Sprintf("the test did not produce its primary metric %s", c.Metric)
 	}
 	s.Overhead = r.overhead.storing(s.Wall)
+	s.Prep = prepPart(res.Prep, s.Overhead, s.Drain)
 	if err := r.db.InsertSample(context.WithoutCancel(ctx), s); err != nil {
 		return nil, fmt.Errorf("store sample: %w", err)
 	}
@@ -232,6 +233,15 @@ func forwarderWarnings(up0, down0, up1, down1 forward.Stats) []string {
 		w = append(w, fmt.Sprintf("emulator: %d packets refused by the TUN device", d))
 	}
 	return w
+}
+
+// prepPart is the part of a sample's overhead that the test spent on its
+// unmeasured preparation in the client (model.Sample.Prep), as the client
+// reported it, kept within the overhead the drain leaves: the client's
+// time lies inside the runner's interval, outside the measured part and
+// before the drain, so only a wrong report could exceed it.
+func prepPart(reported, overhead, drain time.Duration) time.Duration {
+	return max(0, min(reported, overhead-drain))
 }
 
 // overheadMeter measures each sample's overhead: the time from the start

@@ -17,7 +17,9 @@ import (
 // connection cold (the default): one load, nothing carried over. connection
 // warm: an unmeasured priming load of the same URL, then the measured load
 // in the same browser, over the connections the priming load left open;
-// both loads together within the sample's timeout.
+// both loads together within the sample's timeout. The result's Prep is
+// the time from the browser's start until the measured load (the start,
+// and the priming load when warm).
 func browserLoader() workload.BrowserLoader {
 	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
 		conn, err := req.Connection()
@@ -34,13 +36,14 @@ func browserLoader() workload.BrowserLoader {
 		warm := conn == workload.ConnWarm
 		before := childrenCPU()
 		var br, primer *browser.Result
+		var prep time.Duration
 		if warm {
-			primer, br, err = warmLoad(ctx, opts)
+			primer, br, prep, err = warmLoad(ctx, opts)
 		} else {
-			br, err = browser.Load(ctx, opts)
+			br, prep, err = coldLoad(ctx, opts)
 		}
 		after := childrenCPU()
-		res := &workload.Result{Metrics: map[string]float64{}}
+		res := &workload.Result{Metrics: map[string]float64{}, Prep: prep}
 		cpu := model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
 		switch {
 		case br != nil:
@@ -84,17 +87,38 @@ func browserLoader() workload.BrowserLoader {
 	}
 }
 
+// coldLoad is browser.Load (a browser with a fresh profile, one load of
+// opts.URL, the browser closed on every path) that also returns the time
+// the browser took to start: the unmeasured preparation of the sample (all
+// the time until the start failed, if it did).
+func coldLoad(ctx context.Context, opts browser.Options) (res *browser.Result, prep time.Duration, err error) {
+	start := time.Now()
+	s, err := browser.NewSession(ctx, opts)
+	prep = time.Since(start)
+	if err != nil {
+		return nil, prep, err
+	}
+	res, err = s.Load(ctx, opts.URL)
+	if cerr := s.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return res, prep, err
+}
+
 // warmLoad starts a browser with a fresh profile, loads opts.URL once
 // (priming: connections, TLS sessions, QUIC), then again in the same
 // browser, and closes the browser. The second load is the measurement. Both
 // loads together must finish within opts.Timeout (browser.DefaultTimeout
 // when zero); the browser start is bounded separately, as for a cold load.
 // A priming load that fails (a protocol mismatch included) ends the sample
-// with primer set and measured nil.
-func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *browser.Result, err error) {
+// with primer set and measured nil. prep is the time from the browser's
+// start to the measured load (until the failure, if the start or the
+// priming load failed).
+func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *browser.Result, prep time.Duration, err error) {
+	start := time.Now()
 	s, err := browser.NewSession(ctx, opts)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, time.Since(start), err
 	}
 	defer func() {
 		if cerr := s.Close(); cerr != nil {
@@ -115,14 +139,15 @@ func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *brow
 		return fmt.Errorf("connection warm: %s load: %w", which, err)
 	}
 	primer, err = s.Load(lctx, opts.URL)
+	prep = time.Since(start)
 	if err != nil {
-		return primer, nil, loadErr("priming", err)
+		return primer, nil, prep, loadErr("priming", err)
 	}
 	measured, err = s.Load(lctx, opts.URL)
 	if err != nil {
-		return primer, measured, loadErr("measured", err)
+		return primer, measured, prep, loadErr("measured", err)
 	}
-	return primer, measured, nil
+	return primer, measured, prep, nil
 }
 
 type cpuPair struct{ user, sys time.Duration }

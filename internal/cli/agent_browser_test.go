@@ -16,6 +16,7 @@ import (
 // the agent's executor over loopback: a cold sample's document comes over a
 // new connection, a warm sample's measured load over one the priming load
 // opened (DevTools' connectionReused, which a cold load never reports).
+// Both record the browser's start as the sample's preparation.
 func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles := t.TempDir()
@@ -38,13 +39,20 @@ func TestBrowserLoaderConnection(t *testing.T) {
 		{model.ProtoH1, workload.ConnWarm},
 	} {
 		t.Run(c.proto+"/"+c.conn, func(t *testing.T) {
+			start := time.Now()
 			res := ex.Execute(context.Background(), workload.Request{
 				Test: workload.TestPage, Protocol: c.proto, Client: model.ClientChromium, Target: target,
 				Params:  map[string]string{"objects": "4", "size": "2KB", "connection": c.conn},
 				Timeout: 20 * time.Second,
 			})
+			took := time.Since(start)
 			if res.Status != model.StatusOK {
 				t.Fatalf("status %s: %s", res.Status, res.Error)
+			}
+			// The browser's start (and, warm, the priming load) precede the
+			// measured load: preparation, within the sample's time.
+			if res.Prep <= 0 || res.Wall <= 0 || res.Prep+res.Wall > took {
+				t.Errorf("prep %v, wall %v, sample %v", res.Prep, res.Wall, took)
 			}
 			wantReused := 0.0
 			if c.conn == workload.ConnWarm {

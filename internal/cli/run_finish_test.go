@@ -6,8 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/runner"
+	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
 )
 
@@ -83,5 +86,32 @@ func TestRunNoReport(t *testing.T) {
 	err := finishRun(env, path, &runner.Summary{RunID: 1, Planned: 24, Taken: 3}, runner.ErrInterrupted, finishFlags{noReport: true})
 	if ee, ok := err.(*ExitError); !ok || ee.Code != ExitSignal || !strings.Contains(ee.Hint, "--resume "+path) {
 		t.Errorf("interrupted: %v", err)
+	}
+}
+
+// The run summary breaks each client's per-sample overhead down into the
+// link drain, the test's unmeasured preparation and the rest; a client
+// without either part gets the total only.
+func TestRunSummaryOverheadParts(t *testing.T) {
+	ms := time.Millisecond
+	sum := &runner.Summary{RunID: 3, Planned: 6, Taken: 6, Complete: true, Overheads: stats.Overheads([]stats.OverheadSample{
+		{Client: model.ClientBuiltin, Overhead: 30 * ms, Drain: 26 * ms},
+		{Client: model.ClientBuiltin, Overhead: 150 * ms, Drain: 25 * ms, Prep: 120 * ms},
+		{Client: model.ClientChromium, Overhead: 900 * ms, Prep: 600 * ms},
+		{Client: "other", Overhead: 7 * ms},
+	})}
+	env, _, errb := bufEnv()
+	printRunSummary(env, "r.db", sum)
+	want := `per-sample overhead outside the measured part, builtin (p50 / p95 / max): 30ms / 150ms / 150ms over 2 samples
+  of which waiting for connections to close across the link: 25ms / 26ms / 26ms over 2 samples
+  of which the test's unmeasured preparation (connecting, priming): 0s / 120ms / 120ms over 2 samples
+  of which the runner's own work: 4ms / 5ms / 5ms over 2 samples
+per-sample overhead outside the measured part, chromium (p50 / p95 / max): 900ms / 900ms / 900ms over 1 samples
+  of which the test's unmeasured preparation (browser start, priming load): 600ms / 600ms / 600ms over 1 samples
+  of which the runner's own work and the browser's teardown: 300ms / 300ms / 300ms over 1 samples
+per-sample overhead outside the measured part, other (p50 / p95 / max): 7ms / 7ms / 7ms over 1 samples
+`
+	if got := errb.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("run summary:\n%s\nwant it to end with:\n%s", got, want)
 	}
 }
