@@ -67,10 +67,17 @@ func TestServeAndFetchCLI(t *testing.T) {
 	}
 	base := "https://127.0.0.1:" + strconv.Itoa(info.Port)
 
+	// SSLKEYLOGFILE is the default key log, as in curl and browsers.
+	keys := filepath.Join(t.TempDir(), "keys.log")
+	t.Setenv("SSLKEYLOGFILE", keys)
 	code, out, errs := runEndpointCLI(t, nil, "fetch", "--proto", "h3", "--ca", caFile, "--verify", base+"/bytes/100KB", base+"/echo")
 	if code != 0 || !strings.Contains(out, `ALPN "h3" HTTP/3.0`) || !strings.Contains(out, "/bytes/100KB") {
 		t.Fatalf("fetch h3: %d\n%s\n%s", code, out, errs)
 	}
+	if b, err := os.ReadFile(keys); err != nil || !strings.Contains(string(b), "CLIENT_HANDSHAKE_TRAFFIC_SECRET ") {
+		t.Fatalf("$SSLKEYLOGFILE %s: %v\n%s", keys, err, b)
+	}
+	os.Unsetenv("SSLKEYLOGFILE")
 
 	code, out, errs = runEndpointCLI(t, nil, "fetch", "--proto", "h2", "--page", "--json", "--ca", caFile, base+"/site/demo/")
 	if code != 0 {
