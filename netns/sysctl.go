@@ -41,6 +41,11 @@ func bufferMax(rateBps uint64, rtt time.Duration, queueBytes uint64) int {
 	return (int(v) + 1<<20 - 1) &^ (1<<20 - 1)
 }
 
+// BufferSysctls are the sysctls whose value is a "min default max" triple
+// that a testbed raises when its link needs bigger socket buffers (see
+// Testbed.Sysctls).
+var BufferSysctls = []string{sysRmem, sysWmem}
+
 // The sysctls a testbed writes in both namespaces. Each one was verified to
 // be per network namespace on Linux 6.x (written inside a namespace, the
 // host's value did not change); TestSysctlsArePerNamespace re-checks it.

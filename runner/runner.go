@@ -415,10 +415,6 @@ func ccDescription(cells []model.Cell, nsDefault string) string {
 	return strings.Join(ccs, ", ") + " (" + what + "; namespace default " + nsDefault + ")"
 }
 
-// bufferSysctls are the sysctls whose value is a "min default max" triple
-// that a testbed raises when a link needs bigger socket buffers.
-var bufferSysctls = []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"}
-
 // mergeSysctls merges the sysctls a testbed applies now (cur) into those
 // recorded so far (old: earlier links, or an earlier invocation of a
 // resumed run). Socket buffer limits keep the triple with the largest
@@ -435,7 +431,7 @@ func mergeSysctls(old, cur map[string]string) (map[string]string, []string) {
 		switch {
 		case !ok || was == v:
 			out[k] = v
-		case slices.Contains(bufferSysctls, k):
+		case slices.Contains(netns.BufferSysctls, k):
 			if tripleMax(v) > tripleMax(was) {
 				out[k] = v
 			}
