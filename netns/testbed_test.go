@@ -642,6 +642,8 @@ func helper(mode string) int {
 		return 0
 	case "rootless-child":
 		return rootlessChild()
+	case "rootless-privtun":
+		return rootlessPrivateTUN()
 	}
 	tb, err := New(context.Background(), Config{Name: os.Getenv(helperEnv + "_NAME"), Persist: mode == "persist",
 		Up: must(spec.Parse("delay 5ms"))})
@@ -771,30 +773,100 @@ func rootlessChild() int {
 
 func TestRootlessAsOrdinaryUser(t *testing.T) {
 	requireRoot(t)
-	if err := UserNamespaceSupport(); err != nil {
-		t.Skipf("unprivileged user namespaces unavailable: %v", err)
-	}
-	// Copy the test binary where user nobody may run it, and run it as nobody.
 	dir, err := os.MkdirTemp("", "qbrootless")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := UserNamespaceSupport(); err == nil {
+		out, err := runRootlessAsNobody(dir)
+		if err != nil || !strings.Contains(out, "rootless ok uid=0") {
+			t.Fatalf("rootless testbed as nobody: %v\n%s", err, out)
+		}
+		return
+	} else if tunAccessible(tunPath) == nil {
+		t.Skipf("unprivileged user namespaces unavailable: %v", err)
+	}
+	var before unix.Stat_t
+	if err := unix.Stat(tunPath, &before); err != nil {
+		t.Fatal(err)
+	}
+	// The host's TUN node is closed to ordinary users (mode 0600). Rather
+	// than change it, give the test a node of its own: a re-executed copy
+	// of this binary, in a private mount namespace, mounts a tmpfs, makes a
+	// 0666 TUN node there and binds it over /dev/net/tun, visible to its
+	// own process tree only, then runs the test as nobody.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=rootless-privtun", helperEnv+"_DIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS} // Go makes its mounts private
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == skipExit {
+		t.Skipf("with a private 0666 TUN node: %s", out)
+	}
+	if err != nil || !strings.Contains(string(out), "rootless ok uid=0") {
+		t.Fatalf("rootless testbed as nobody, with a private TUN node: %v\n%s", err, out)
+	}
+	// The host's node is untouched.
+	var st unix.Stat_t
+	if err := unix.Stat(tunPath, &st); err != nil || st.Mode != before.Mode || st.Ino != before.Ino {
+		t.Errorf("host %s after the test: mode %04o inode %d, before %04o inode %d (%v)", tunPath, st.Mode&0o7777, st.Ino, before.Mode&0o7777, before.Ino, err)
+	}
+}
+
+// skipExit is the exit code of a helper that found rootless mode
+// unavailable for a reason other than the TUN node's mode.
+const skipExit = 3
+
+// runRootlessAsNobody copies the test binary into dir and runs it as user
+// nobody in the rootless-parent helper mode; it returns the output.
+func runRootlessAsNobody(dir string) (string, error) {
 	bin, err := os.ReadFile(os.Args[0])
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	exe := dir + "/netns.test"
 	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), helperEnv+"=rootless-parent")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "rootless ok uid=0") {
-		t.Fatalf("rootless testbed as nobody: %v\n%s", err, out)
+	return string(out), err
+}
+
+// rootlessPrivateTUN runs in a private mount namespace (as root): it gives
+// this process tree a TUN node that ordinary users may open, then runs the
+// rootless test as nobody.
+func rootlessPrivateTUN() int {
+	dir := os.Getenv(helperEnv + "_DIR")
+	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755"); err != nil {
+		return fail(fmt.Errorf("tmpfs on %s: %w", dir, err))
 	}
+	node := dir + "/tun"
+	if err := unix.Mknod(node, unix.S_IFCHR|0o666, int(unix.Mkdev(10, 200))); err != nil {
+		return fail(fmt.Errorf("mknod %s: %w", node, err))
+	}
+	if err := os.Chmod(node, 0o666); err != nil { // past the umask
+		return fail(err)
+	}
+	if err := unix.Mount(node, tunPath, "", unix.MS_BIND, ""); err != nil {
+		return fail(fmt.Errorf("bind %s over %s: %w", node, tunPath, err))
+	}
+	if err := UserNamespaceSupport(); err != nil {
+		fmt.Println(err)
+		return skipExit
+	}
+	out, err := runRootlessAsNobody(dir)
+	fmt.Print(out)
+	if err != nil {
+		return fail(err)
+	}
+	return 0
 }
