@@ -21,6 +21,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -846,18 +847,8 @@ func runRootlessAsNobody(dir string) (string, error) {
 func rootlessPrivateTUN() int {
 	dir := os.Getenv(helperEnv + "_DIR")
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, err); return 1 }
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755"); err != nil {
-		return fail(fmt.Errorf("tmpfs on %s: %w", dir, err))
-	}
-	node := dir + "/tun"
-	if err := unix.Mknod(node, unix.S_IFCHR|0o666, int(unix.Mkdev(10, 200))); err != nil {
-		return fail(fmt.Errorf("mknod %s: %w", node, err))
-	}
-	if err := os.Chmod(node, 0o666); err != nil { // past the umask
+	if err := testsupport.BindPrivateTUN(dir); err != nil {
 		return fail(err)
-	}
-	if err := unix.Mount(node, tunPath, "", unix.MS_BIND, ""); err != nil {
-		return fail(fmt.Errorf("bind %s over %s: %w", node, tunPath, err))
 	}
 	if err := UserNamespaceSupport(); err != nil {
 		fmt.Println(err)
