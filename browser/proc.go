@@ -13,6 +13,7 @@ import (
 type procInfo struct {
 	pid   int
 	state byte // 'R', 'S', 'Z'...
+	ppid  int
 	pgrp  int
 }
 
@@ -31,11 +32,12 @@ func readStat(pid int) (procInfo, bool) {
 	if len(f) < 3 {
 		return procInfo{}, false
 	}
-	pgrp, err := strconv.Atoi(string(f[2]))
-	if err != nil {
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
 		return procInfo{}, false
 	}
-	return procInfo{pid: pid, state: f[0][0], pgrp: pgrp}, true
+	return procInfo{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp}, true
 }
 
 // usesProfile reports whether the command line of pid names the profile dir.
@@ -106,4 +108,41 @@ func reap(dir string, pgid int, limit time.Duration) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return nil
+}
+
+// reapOrphans waits for the zombies among this process's children that
+// belonged to process group pgid, and returns how many it reaped. They are
+// Chromium's own children (renderers, GPU and network processes) orphaned
+// when the group was killed before their parent could wait for them: in a
+// child subreaper (PR_SET_CHILD_SUBREAPER, which the run's client agent
+// sets) they are re-parented here rather than to init, and waiting for them
+// adds their CPU time to this process's RUSAGE_CHILDREN, which is how the
+// agent charges the browser's CPU to the sample. Call it only once the
+// group's processes are gone and Chromium's main process has been waited
+// for: it reaps nothing else.
+func reapOrphans(pgid int) int {
+	if pgid <= 0 {
+		return 0
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	self := os.Getpid()
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.ppid != self || st.pgrp != pgid || st.state != 'Z' {
+			continue
+		}
+		var ws syscall.WaitStatus
+		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && got == pid {
+			n++
+		}
+	}
+	return n
 }

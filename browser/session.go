@@ -212,6 +212,7 @@ func (s *Session) teardown() error {
 	if err := reap(s.dir, s.pgid, reapLimit); err != nil {
 		errs = append(errs, err)
 	}
+	reapOrphans(s.pgid)
 	if err := removeAllRetry(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("browser: removing the profile %s: %w", s.dir, err))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/ctl"
@@ -31,6 +32,12 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout.
 It exits at the end of stdin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Chromium's children that outlive their parent when the
+			// browser's process group is killed are re-parented to the
+			// agent, which waits for them (browser.Session.Close), so their
+			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
+			// browser CPU.
+			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 			ex := &workload.Executor{Browser: browserLoader()}
 			return ctl.Serve(cmd.Context(), env.Stdin, env.Stdout, func(ctx context.Context, op string, body json.RawMessage) (any, error) {
 				switch op {
