@@ -269,7 +269,12 @@ type Params struct {
 }
 
 // CellParams decodes the test parameters of a cell produced by Expand.
-func CellParams(c *model.Cell) (Params, error) {
+func CellParams(c *model.Cell) (Params, error) { return cellParams(c, false) }
+
+// cellParams decodes the test parameters of a cell; with defaults, a
+// parameter the cell lacks (a cell stored by an older quicbench, before
+// the test had it) takes its default rather than failing.
+func cellParams(c *model.Cell, defaults bool) (Params, error) {
 	var p Params
 	t := lookupTest(c.Test)
 	if t == nil {
@@ -277,6 +282,9 @@ func CellParams(c *model.Cell) (Params, error) {
 	}
 	for _, d := range t.params {
 		v, ok := c.Factor(d.name)
+		if !ok && defaults && d.def != "" {
+			v, ok = d.def, true
+		}
 		if !ok {
 			return p, fmt.Errorf("cell %s: missing parameter %s", c.Key, d.name)
 		}
