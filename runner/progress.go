@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -136,8 +137,55 @@ func firstLine(s string, n int) string {
 	return s
 }
 
-// eta estimates the remaining time from the mean time per sample so far.
-func eta(elapsed time.Duration, doneThisRun, remaining int) time.Duration {
+// start announces the run's estimated duration (plan.Estimate's model):
+// of the whole plan, or for a resumed run of the samples left. It prints a
+// line in the bar and lines modes; the JSON lines carry no start event and
+// stay one record per sample.
+func (p *progress) start(todo, total int, estimate time.Duration) {
+	if p.mode != ProgressBar && p.mode != ProgressLines {
+		return
+	}
+	what := plural(total, "sample")
+	if todo < total {
+		what = fmt.Sprintf("%d of %s left", todo, what)
+	}
+	fmt.Fprintf(p.w, "estimated duration: %s (%s)\n", plan.FormatEstimate(estimate), what)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// The ETA's correction of the estimate is bounded: one unusual sample (a
+// timeout, a retransmission timeout on a tiny transfer) early in a run
+// must not multiply the remaining time by a hundred.
+const (
+	etaMinRatio = 0.2
+	etaMaxRatio = 5
+)
+
+// etaFrom estimates the time the samples still to take will need: their
+// estimate (remainingEstimated), scaled by how long the samples taken so far
+// in this invocation took (doneMeasured) against their estimate
+// (doneEstimated), that ratio clamped to [etaMinRatio, etaMaxRatio]. Before
+// any sample finished it is the plain estimate.
+func etaFrom(doneMeasured, doneEstimated, remainingEstimated time.Duration) time.Duration {
+	if remainingEstimated <= 0 {
+		return 0
+	}
+	if doneMeasured <= 0 || doneEstimated <= 0 {
+		return remainingEstimated
+	}
+	r := min(max(float64(doneMeasured)/float64(doneEstimated), etaMinRatio), etaMaxRatio)
+	return time.Duration(float64(remainingEstimated) * r)
+}
+
+// etaMean estimates the remaining time from the mean time per sample so
+// far: the fallback when the plan's samples have no estimate.
+func etaMean(elapsed time.Duration, doneThisRun, remaining int) time.Duration {
 	if doneThisRun == 0 {
 		return 0
 	}

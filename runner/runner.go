@@ -130,14 +130,25 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		sum.Complete = true
 		return sum, r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "complete", time.Now())
 	}
+	prog := newProgress(opts(r).Progress, r.opts.Mode)
+	defer prog.finish()
+	// Each sample's estimate (nil when the plan cannot be estimated: the
+	// ETA then falls back to the mean time per sample).
+	est := sampleEstimates(r.plan, r.cells)
+	var remaining, doneEst time.Duration
+	if est != nil {
+		for _, s := range todo {
+			remaining += est[s.Cell.Key]
+		}
+		prog.start(len(todo), sum.Planned, remaining)
+	}
 	if err := r.setup(ctx); err != nil {
 		r.markInterrupted(ctx)
 		return nil, err
 	}
 	defer r.teardown()
 
-	prog := newProgress(opts(r).Progress, r.opts.Mode)
-	defer prog.finish()
+	first := time.Now() // the ETA compares the samples' time with their estimate, setup excluded
 	var overheads []stats.OverheadSample
 	for i, step := range todo {
 		if ctx.Err() != nil || (r.opts.MaxSamples > 0 && sum.Taken >= r.opts.MaxSamples) {
@@ -161,11 +172,19 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		sum.Warnings += len(s.Warnings)
 		overheads = append(overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
 		el := time.Since(start)
+		var left time.Duration
+		if est != nil {
+			doneEst += est[step.Cell.Key]
+			remaining -= est[step.Cell.Key]
+			left = etaFrom(time.Since(first), doneEst, remaining)
+		} else {
+			left = etaMean(time.Since(first), sum.Taken, len(todo)-i-1)
+		}
 		prog.update(step.Cell.Group, Event{
 			Done: sum.Resumed + sum.Taken, Total: sum.Planned, Cell: step.Cell.Key, Iteration: step.Iteration,
 			Warmup: step.Warmup(), Protocol: step.Cell.Protocol, Status: string(s.Status), Value: s.Value,
 			Unit: step.Cell.Unit, Error: s.Error, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep, Elapsed: el,
-			ETA: eta(el, sum.Taken, len(todo)-i-1),
+			ETA: left,
 		})
 	}
 	sum.Elapsed = time.Since(start)
@@ -182,6 +201,23 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 }
 
 func opts(r *run) Options { return r.opts }
+
+// sampleEstimates returns the estimated time of one sample of each cell
+// (plan.Plan.EstimateCell), by cell key; nil if a cell cannot be estimated.
+func sampleEstimates(p *plan.Plan, cells []model.Cell) map[string]time.Duration {
+	if p == nil {
+		return nil
+	}
+	m := make(map[string]time.Duration, len(cells))
+	for i := range cells {
+		d, err := p.EstimateCell(&cells[i])
+		if err != nil {
+			return nil
+		}
+		m[cells[i].Key] = d
+	}
+	return m
+}
 
 func (r *run) markInterrupted(ctx context.Context) {
 	if r.db != nil && r.runRec.ID != 0 {

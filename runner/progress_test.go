@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/plan"
+)
+
+func TestETAFromEstimate(t *testing.T) {
+	s, m, h := time.Second, time.Minute, time.Hour
+	for _, tc := range []struct {
+		name                                 string
+		measured, estimated, remaining, want time.Duration
+	}{
+		{"before any sample: the plain estimate", 0, 0, 3 * h, 3 * h},
+		{"no estimate for the samples taken yet", 10 * s, 0, 3 * h, 3 * h},
+		{"as estimated", 10 * m, 10 * m, 2 * h, 2 * h},
+		{"twice as slow as estimated", 20 * m, 10 * m, 2 * h, 4 * h},
+		{"faster than estimated", 3 * m, 4 * m, 4 * h, 3 * h},
+		{"far slower: ratio clamped at 5", 100 * s, 1 * s, 1 * h, 5 * h},
+		{"far faster: ratio clamped at 0.2", 1 * s, 100 * s, 1 * h, 12 * m},
+		{"nothing left", 10 * m, 5 * m, 0, 0},
+	} {
+		if got := etaFrom(tc.measured, tc.estimated, tc.remaining); got != tc.want {
+			t.Errorf("%s: etaFrom(%v, %v, %v) = %v, want %v", tc.name, tc.measured, tc.estimated, tc.remaining, got, tc.want)
+		}
+	}
+	if got := etaMean(10*s, 5, 7); got != 14*s {
+		t.Errorf("etaMean = %v, want 14s", got)
+	}
+	if got := etaMean(10*s, 0, 7); got != 0 {
+		t.Errorf("etaMean before any sample = %v, want 0", got)
+	}
+}
+
+func TestProgressStartEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		mode        ProgressMode
+		todo, total int
+		want        string
+	}{
+		{ProgressLines, 5900, 5900, "estimated duration: 12h (5900 samples)\n"},
+		{ProgressBar, 2361, 5900, "estimated duration: 12h (2361 of 5900 samples left)\n"},
+		{ProgressLines, 1, 1, "estimated duration: 12h (1 sample)\n"},
+		{ProgressJSON, 5900, 5900, ""}, // one record per sample, no start event
+		{ProgressQuiet, 5900, 5900, ""},
+	} {
+		var b strings.Builder
+		newProgress(&b, tc.mode).start(tc.todo, tc.total, 12*time.Hour+10*time.Minute)
+		if b.String() != tc.want {
+			t.Errorf("mode %d: %q, want %q", tc.mode, b.String(), tc.want)
+		}
+	}
+}
+
+func TestProgressSampleEstimates(t *testing.T) {
+	p, err := plan.Parse("e.yaml", []byte("protocols: [h2, h3]\nscenarios: [{name: a, link: \"delay 10ms\"}]\ntests: [{test: ttfb}, {test: download}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, _ := p.Expand()
+	est := sampleEstimates(p, cells)
+	if len(est) != len(cells) {
+		t.Fatalf("%d estimates for %d cells", len(est), len(cells))
+	}
+	for i := range cells {
+		want, _ := p.EstimateCell(&cells[i])
+		if est[cells[i].Key] != want || want <= 0 {
+			t.Errorf("%s: %v, want %v", cells[i].Key, est[cells[i].Key], want)
+		}
+	}
+	bad := append([]model.Cell(nil), cells...)
+	bad[1].LinkDown = "delay soon"
+	if est := sampleEstimates(p, bad); est != nil {
+		t.Errorf("a cell with a bad link spec: %v, want nil (the ETA falls back to the mean)", est)
+	}
+	if est := sampleEstimates(nil, cells); est != nil {
+		t.Errorf("no plan: %v", est)
+	}
+}
