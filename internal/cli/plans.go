@@ -22,8 +22,11 @@ func newPlansCommand(env *Env) *cobra.Command {
 		Short: "List the built-in plans, or print one as YAML to copy and edit",
 		Long: `Without an argument, lists the built-in plans with their cell and sample
 counts (samples include one warm-up per cell; QUICK is the sample count of the
---quick variant). With a NAME, prints that plan as YAML, with the comments that
-explain its design: save it, edit it and run it with quicbench run --plan FILE.
+--quick variant) and ESTIMATE, the estimated duration of a full run on the
+reference machine (a 2-core VM; an order of magnitude, see "Estimated
+duration" in docs/plan-format.md). With a NAME, prints that plan as YAML, with
+its estimated duration in a first comment line and the comments that explain
+its design: save it, edit it and run it with quicbench run --plan FILE.
 The plan format is described in docs/plan-format.md.`,
 		Example: `  quicbench plans
   quicbench plans page-load-grid > my-grid.yaml
@@ -38,16 +41,25 @@ The plan format is described in docs/plan-format.md.`,
 			if err != nil {
 				return Usage(err, "quicbench plans lists them; for a plan file use quicbench plans validate FILE")
 			}
+			p, err := plan.Builtin(args[0])
+			if err != nil {
+				return err
+			}
 			if quick {
-				p, err := plan.Builtin(args[0])
-				if err != nil {
+				if p, err = p.Quick(); err != nil {
 					return err
 				}
-				q, err := p.Quick()
-				if err != nil {
-					return err
-				}
-				data = q.YAML()
+				data = p.YAML()
+			}
+			e, err := p.Estimate()
+			if err != nil {
+				return err
+			}
+			// A comment: the output stays the plan, valid YAML that parses
+			// to the same plan.
+			if _, err := fmt.Fprintf(env.Stdout, "# estimated duration on the reference machine: %s (%d samples)\n",
+				plan.FormatEstimate(e.Total), p.Counts().Total()); err != nil {
+				return err
 			}
 			_, err = env.Stdout.Write(data)
 			return err
@@ -60,7 +72,7 @@ The plan format is described in docs/plan-format.md.`,
 
 func listPlans(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCELLS\tSAMPLES\tQUICK\tDESCRIPTION")
+	fmt.Fprintln(tw, "NAME\tCELLS\tSAMPLES\tQUICK\tESTIMATE\tDESCRIPTION")
 	for _, info := range plan.Builtins() {
 		p, err := plan.Builtin(info.Name)
 		if err != nil {
@@ -70,8 +82,12 @@ func listPlans(w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		e, err := p.Estimate()
+		if err != nil {
+			return fmt.Errorf("built-in plan %s: %w", info.Name, err)
+		}
 		c := p.Counts()
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", info.Name, c.Cells, c.Total(), q.Counts().Total(), info.Description)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", info.Name, c.Cells, c.Total(), q.Counts().Total(), plan.FormatEstimate(e.Total), info.Description)
 	}
 	return tw.Flush()
 }
@@ -102,6 +118,9 @@ A built-in plan's name is accepted in place of a file.`,
 				c := p.Counts()
 				fmt.Fprintf(env.Stdout, "%s: ok: plan %q, %s, %s, %d samples (%d counted + %d warm-up)\n",
 					arg, p.Name, plural(len(p.Scenarios()), "scenario"), plural(c.Cells, "cell"), c.Total(), c.Samples, c.Warmups)
+				if e, err := p.Estimate(); err == nil {
+					fmt.Fprintf(env.Stdout, "  estimated duration on the reference machine: %s\n", plan.FormatEstimate(e.Total))
+				}
 				for _, n := range p.Notes() {
 					fmt.Fprintf(env.Stdout, "  note: %s\n", n)
 				}

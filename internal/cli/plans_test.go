@@ -3,8 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -28,26 +30,57 @@ func TestPlansList(t *testing.T) {
 	if len(lines) != 1+len(plan.BuiltinNames()) || !strings.HasPrefix(lines[0], "NAME") {
 		t.Fatalf("table:\n%s", out)
 	}
-	// quick: 36 cells, 216 samples, quick variant 72
-	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "36" || f[2] != "216" || f[3] != "72" {
+	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "NAME CELLS SAMPLES QUICK ESTIMATE DESCRIPTION" {
+		t.Errorf("header %q", lines[0])
+	}
+	// quick: 36 cells, 216 samples, quick variant 72, estimated in minutes
+	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "36" || f[2] != "216" || f[3] != "72" || !regexp.MustCompile(`^[12]m[0-9]+s$`).MatchString(f[4]) {
 		t.Errorf("quick row %q", lines[1])
 	}
 	for i, name := range plan.BuiltinNames() {
 		if !strings.HasPrefix(lines[i+1], name+" ") {
 			t.Errorf("row %d is %q; want plan %s", i+1, lines[i+1], name)
 		}
+		p, err := plan.Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := p.Estimate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(lines[i+1]); len(f) < 6 || f[4] != plan.FormatEstimate(e.Total) || e.Total <= 0 {
+			t.Errorf("row %q: want the estimate %s in the fifth column", lines[i+1], plan.FormatEstimate(e.Total))
+		}
 	}
 }
 
 func TestPlansShow(t *testing.T) {
-	code, out, _ := runCLI(t, "plans", "image-transfer")
-	want, _ := plan.BuiltinYAML("image-transfer")
-	if code != ExitOK || out != string(want) {
-		t.Errorf("exit %d, output differs from BuiltinYAML", code)
+	for _, name := range plan.BuiltinNames() {
+		code, out, _ := runCLI(t, "plans", name)
+		want, _ := plan.BuiltinYAML(name)
+		p, _ := plan.Builtin(name)
+		e, _ := p.Estimate()
+		first, rest, _ := strings.Cut(out, "\n")
+		wantFirst := fmt.Sprintf("# estimated duration on the reference machine: %s (%d samples)", plan.FormatEstimate(e.Total), p.Counts().Total())
+		if code != ExitOK || first != wantFirst || rest != string(want) {
+			t.Errorf("%s: exit %d, first line %q (want %q), rest equal to BuiltinYAML: %t", name, code, first, wantFirst, rest == string(want))
+		}
+		// Still the plan: it parses back to the same cells.
+		back, err := plan.Parse(name+".yaml", []byte(out))
+		if err != nil || back.Hash() != p.Hash() {
+			t.Errorf("%s: the printed plan does not parse back to the same plan: %v", name, err)
+		}
 	}
-	code, out, _ = runCLI(t, "plans", "image-transfer", "--quick")
-	if code != ExitOK || !strings.Contains(out, "name: image-transfer-quick") || !strings.Contains(out, "iterations: 2") {
+	code, out, _ := runCLI(t, "plans", "image-transfer", "--quick")
+	if code != ExitOK || !strings.Contains(out, "name: image-transfer-quick") || !strings.Contains(out, "iterations: 2") ||
+		!strings.HasPrefix(out, "# estimated duration on the reference machine: ") || !strings.Contains(out, "(16 samples)\n") {
 		t.Errorf("exit %d, quick output:\n%s", code, out)
+	}
+	p, _ := plan.Builtin("image-transfer")
+	q, _ := p.Quick()
+	if back, err := plan.Parse("q.yaml", []byte(out)); err != nil || back.Hash() != q.Hash() {
+		t.Errorf("the quick variant does not parse back: %v", err)
 	}
 	code, _, errs := runCLI(t, "plans", "image-transfers")
 	if code != ExitUsage || !strings.Contains(errs, `no built-in plan named "image-transfers", did you mean "image-transfer"?`) {
@@ -70,6 +103,7 @@ func TestPlansValidate(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	wantOut := good + `: ok: plan "good", 1 scenario, 3 cells, 33 samples (30 counted + 3 warm-up)
+  estimated duration on the reference machine: <1s
   note: tests[1] (page): protocol tcp skipped: the raw tcp transport takes part only in download, upload, latency and ttfb tests, not page
   a/ttfb/size=1KB/h2/builtin/cubic  x10+warm-up  up="" down=""
   a/ttfb/size=1KB/tcp/builtin/cubic  x10+warm-up  up="" down=""
