@@ -774,14 +774,7 @@ func rootlessChild() int {
 
 func TestRootlessAsOrdinaryUser(t *testing.T) {
 	requireRoot(t)
-	dir, err := os.MkdirTemp("", "qbrootless")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testsupport.NobodyDir(t, "qbrootless")
 	if err := UserNamespaceSupport(); err == nil {
 		out, err := runRootlessAsNobody(dir)
 		if err != nil || !strings.Contains(out, "rootless ok uid=0") {
@@ -822,23 +815,10 @@ func TestRootlessAsOrdinaryUser(t *testing.T) {
 // unavailable for a reason other than the TUN node's mode.
 const skipExit = 3
 
-// runRootlessAsNobody copies the test binary into dir and runs it as user
-// nobody in the rootless-parent helper mode; it returns the output.
+// runRootlessAsNobody runs the test binary as user nobody, from a copy in
+// dir, in the rootless-parent helper mode; it returns the output.
 func runRootlessAsNobody(dir string) (string, error) {
-	bin, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		return "", err
-	}
-	exe := dir + "/netns.test"
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), helperEnv+"=rootless-parent")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return testsupport.RunAsNobody(dir, []string{helperEnv + "=rootless-parent"}, "-test.run=^$")
 }
 
 // rootlessPrivateTUN runs in a private mount namespace (as root): it gives

@@ -39,14 +39,7 @@ var rootlessArgs = []string{"emulate", "--link", "delay 5ms", "--", "sh", "-c", 
 // in a private mount namespace (the host's stays as it is).
 func TestEmulateRootless(t *testing.T) {
 	requireRootCLI(t)
-	dir, err := os.MkdirTemp("", "qbclirootless")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := testsupport.NobodyDir(t, "qbclirootless")
 	var out string
 	switch err := netns.UserNamespaceSupport(); {
 	case err == nil:
@@ -107,21 +100,8 @@ func privateTUNEmulate() int {
 	return 0
 }
 
-// emulateAsNobody copies the test binary into dir and runs it as quicbench
-// with rootlessArgs as user nobody; it returns the combined output.
+// emulateAsNobody runs the test binary as quicbench with rootlessArgs as
+// user nobody, from a copy in dir; it returns the combined output.
 func emulateAsNobody(dir string) (string, error) {
-	bin, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		return "", err
-	}
-	exe := dir + "/quicbench.test"
-	if err := os.WriteFile(exe, bin, 0o755); err != nil {
-		return "", err
-	}
-	cmd := exec.Command(exe, rootlessArgs...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), cliExecEnv+"=main")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	b, err := cmd.CombinedOutput()
-	return string(b), err
+	return testsupport.RunAsNobody(dir, []string{cliExecEnv + "=main"}, rootlessArgs...)
 }

@@ -5,6 +5,10 @@ package testsupport
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -35,4 +39,39 @@ func BindPrivateTUN(dir string) error {
 		return fmt.Errorf("bind %s over %s: %w", node, TUNPath, err)
 	}
 	return nil
+}
+
+// NobodyDir returns a new temporary directory that user nobody may enter
+// and read (mode 0755), removed when the test ends.
+func NobodyDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// RunAsNobody copies the running test binary into dir (see NobodyDir) and
+// runs the copy as user nobody (uid and gid 65534) with args, in dir, with
+// this process's environment plus env; it returns the combined output.
+func RunAsNobody(dir string, env []string, args ...string) (string, error) {
+	bin, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, filepath.Base(os.Args[0]))
+	if err := os.WriteFile(exe, bin, 0o755); err != nil {
+		return "", err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
