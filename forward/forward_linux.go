@@ -280,26 +280,14 @@ func (p *path) signal() {
 }
 
 func (p *path) run() {
-	runtime.LockOSThread()
+	rt, slackErr, release := preciseThread(p.realtime)
+	defer release()
 	p.tid.Store(int32(unix.Gettid()))
 	defer p.tid.Store(0)
-	// A 1 ns timer slack makes ppoll wake when asked, not up to 50 us later.
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		p.err = fmt.Errorf("forward %s: PR_SET_TIMERSLACK: %w", p.name, err)
+	if slackErr != nil {
+		p.err = fmt.Errorf("forward %s: PR_SET_TIMERSLACK: %w", p.name, slackErr)
 	}
-	if p.realtime && setFIFO(RealtimePriority) == nil {
-		p.rtDone.Store(true)
-	}
-	defer func() {
-		// Restore the default slack and policy before giving the thread back.
-		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
-		if p.rtDone.Load() {
-			clean = clean && setNormal() == nil
-		}
-		if clean {
-			runtime.UnlockOSThread()
-		}
-	}()
+	p.rtDone.Store(rt)
 	link := p.link.Load()
 	defer func() {
 		link.Flush()
@@ -703,6 +691,29 @@ func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNe
 		default:
 			p.malformed.Add(1)
 			return
+		}
+	}
+}
+
+// preciseThread locks the calling goroutine to its OS thread and sets the
+// thread up for precise sleeps: 1 ns timer slack, so that ppoll wakes when
+// asked rather than up to 50 us later, and with realtime SCHED_FIFO at
+// RealtimePriority when the process may. It returns whether SCHED_FIFO was
+// granted, the error of setting the slack (the thread is still usable,
+// less precisely), and release, which restores the default slack and
+// policy and gives the thread back; a thread that cannot be restored stays
+// locked, so the runtime ends it with its goroutine.
+func preciseThread(realtime bool) (rt bool, slackErr error, release func()) {
+	runtime.LockOSThread()
+	slackErr = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	rt = realtime && setFIFO(RealtimePriority) == nil
+	return rt, slackErr, func() {
+		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
+		if rt {
+			clean = clean && setNormal() == nil
+		}
+		if clean {
+			runtime.UnlockOSThread()
 		}
 	}
 }

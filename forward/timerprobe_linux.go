@@ -2,7 +2,6 @@ package forward
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"time"
 
@@ -109,25 +108,15 @@ func StartTimerProbe(clock emu.Clock, period time.Duration, realtime bool) (*Tim
 }
 
 func (t *TimerProbe) run(realtime bool, started chan<- struct{}) {
-	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		t.setup = fmt.Errorf("timer probe: set timer slack: %w", err)
-		runtime.UnlockOSThread()
+	rt, slackErr, release := preciseThread(realtime)
+	defer release()
+	if slackErr != nil {
+		t.setup = fmt.Errorf("timer probe: set timer slack: %w", slackErr)
 		close(started)
 		return
 	}
-	rt := realtime && setFIFO(RealtimePriority) == nil
 	t.cur.Realtime = rt
 	close(started)
-	defer func() {
-		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
-		if rt {
-			clean = clean && setNormal() == nil
-		}
-		if clean {
-			runtime.UnlockOSThread()
-		}
-	}()
 	fds := []unix.PollFd{{Fd: int32(t.wake), Events: unix.POLLIN}}
 	var ts unix.Timespec
 	due := t.clock.Now() + emu.Time(t.period)
