@@ -316,11 +316,9 @@ func (r *run) rates() error {
 			Tolerance: fmt.Sprintf("±%s%%", trimFloat(100*TolRate)),
 			Note: fmt.Sprintf("%d packets of %d bytes arrived; offered %s, queue dropped %d; emulator CPU %.0f%% of a core",
 				col.bulkPackets, size, fmtBps(float64(c.BytesIn)*8/r.cfg.Duration.Seconds()), c.DropQueue, cpu)}
-		if fu, fd := r.tb.ForwarderStats(); r.rep.Realtime {
-			after := [2]forward.Stats{fu, fd}
-			if n := after[dir].Shed - before.fwd[dir].Shed; n > 0 {
-				f.Note += fmt.Sprintf("; busy, the thread left SCHED_FIFO %d times (see package forward)", n)
-			}
+		fu, fd := r.tb.ForwarderStats()
+		if n := [2]forward.Stats{fu, fd}[dir].Shed - before.fwd[dir].Shed; n > 0 { // only SCHED_FIFO threads shed
+			f.Note += fmt.Sprintf("; busy, the thread left SCHED_FIFO %d times (see package forward)", n)
 		}
 		switch {
 		case l.Trace != "" || l.On > 0:
