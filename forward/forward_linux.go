@@ -280,7 +280,7 @@ func (p *path) signal() {
 }
 
 func (p *path) run() {
-	rt, slackErr, release := preciseThread(p.realtime)
+	rt, release, slackErr := preciseThread(p.realtime)
 	defer release()
 	p.tid.Store(int32(unix.Gettid()))
 	defer p.tid.Store(0)
@@ -699,15 +699,15 @@ func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNe
 // thread up for precise sleeps: 1 ns timer slack, so that ppoll wakes when
 // asked rather than up to 50 us later, and with realtime SCHED_FIFO at
 // RealtimePriority when the process may. It returns whether SCHED_FIFO was
-// granted, the error of setting the slack (the thread is still usable,
-// less precisely), and release, which restores the default slack and
-// policy and gives the thread back; a thread that cannot be restored stays
-// locked, so the runtime ends it with its goroutine.
-func preciseThread(realtime bool) (rt bool, slackErr error, release func()) {
+// granted; release, which restores the default slack and policy and gives
+// the thread back (a thread that cannot be restored stays locked, so the
+// runtime ends it with its goroutine); and the error of setting the slack
+// (the thread is still usable, less precisely).
+func preciseThread(realtime bool) (rt bool, release func(), slackErr error) {
 	runtime.LockOSThread()
 	slackErr = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	rt = realtime && setFIFO(RealtimePriority) == nil
-	return rt, slackErr, func() {
+	return rt, func() {
 		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
 		if rt {
 			clean = clean && setNormal() == nil
@@ -715,7 +715,7 @@ func preciseThread(realtime bool) (rt bool, slackErr error, release func()) {
 		if clean {
 			runtime.UnlockOSThread()
 		}
-	}
+	}, slackErr
 }
 
 // setFIFO puts the calling thread under SCHED_FIFO at priority prio.
