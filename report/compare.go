@@ -353,8 +353,8 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 		splitB := okB && (cb.Drain.Max > 0 || cb.Prep.Max > 0)
 		drain := (okA && ca.Drain.Max > 0) || (okB && cb.Drain.Max > 0)
 		prep := (okA && ca.Prep.Max > 0) || (okB && cb.Prep.Max > 0)
-		for _, p := range overheadParts(c, drain, prep) {
-			pair(p.label, show(splitA, p.of(ca)), show(splitB, p.of(cb)))
+		for _, p := range stats.OverheadParts(c, drain, prep) {
+			pair("  of which "+p.Label, show(splitA, p.Of(ca)), show(splitB, p.Of(cb)))
 		}
 	}
 	if len(na.Warnings) > 0 || len(nb.Warnings) > 0 {

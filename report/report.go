@@ -304,52 +304,17 @@ func envRows(ds *model.Dataset, opts Options) []kv {
 }
 
 // overheadRows renders the per-sample overhead of each client of ds
-// (stats.ClientOverhead): the total, then its parts (overheadParts).
+// (stats.ClientOverhead): the total, then its parts (ClientOverhead.Parts).
 func overheadRows(ds *model.Dataset) []kv {
 	var rows []kv
 	for _, o := range stats.DatasetOverheads(ds) {
 		name := clientName(o.Client)
 		rows = append(rows, kv{"per-sample overhead, " + name + " (p50 / p95 / max)", o.Total.String()})
-		for _, p := range overheadParts(o.Client, o.Drain.Max > 0, o.Prep.Max > 0) {
-			rows = append(rows, kv{p.label, p.of(o).String()})
+		for _, p := range o.Parts() {
+			rows = append(rows, kv{"  of which " + p.Label, p.Of(o).String()})
 		}
 	}
 	return rows
-}
-
-// overheadPart is one part of a client's per-sample overhead.
-type overheadPart struct {
-	label string
-	of    func(stats.ClientOverhead) stats.Spread
-}
-
-// overheadParts lists the parts of a client's overhead to show: the link
-// drain (if recorded), the test's unmeasured preparation (if recorded) and
-// the rest, the runner's own work; none when neither part was recorded (a
-// run of an older quicbench, or one without either), as the rest is then
-// the total.
-func overheadParts(client string, drain, prep bool) []overheadPart {
-	if !drain && !prep {
-		return nil
-	}
-	var parts []overheadPart
-	if drain {
-		parts = append(parts, overheadPart{"  of which waiting for connections to close across the link",
-			func(o stats.ClientOverhead) stats.Spread { return o.Drain }})
-	}
-	if prep {
-		what := "connecting, priming"
-		if client == model.ClientChromium {
-			what = "browser start, priming load"
-		}
-		parts = append(parts, overheadPart{"  of which the test's unmeasured preparation (" + what + ")",
-			func(o stats.ClientOverhead) stats.Spread { return o.Prep }})
-	}
-	own := "  of which the runner's own work"
-	if client == model.ClientChromium {
-		own += " and the browser's teardown"
-	}
-	return append(parts, overheadPart{own, func(o stats.ClientOverhead) stats.Spread { return o.Own }})
 }
 
 // clientName names a client for readers.

@@ -113,3 +113,50 @@ func DatasetOverheads(ds *model.Dataset) []ClientOverhead {
 	}
 	return Overheads(in)
 }
+
+// OverheadPart is one part of a client's per-sample overhead, for display:
+// Label says what it is ("waiting for connections to close across the
+// link"...), Of picks its spread from a ClientOverhead.
+type OverheadPart struct {
+	Label string
+	Of    func(ClientOverhead) Spread
+}
+
+// Parts lists the parts of o to show under its total, in order: the link
+// drain (if recorded), the test's unmeasured preparation (if recorded) and
+// the rest, the runner's own work (with, for Chromium, the browser's
+// teardown). It is empty when neither drain nor preparation was recorded
+// (a run of an older quicbench, or samples that had neither), as the rest is
+// then the total.
+func (o ClientOverhead) Parts() []OverheadPart {
+	drain, prep := o.Drain.Max > 0, o.Prep.Max > 0
+	return OverheadParts(o.Client, drain, prep)
+}
+
+// OverheadParts is ClientOverhead.Parts for a client whose drain and
+// preparation were (drain, prep) recorded: what a side-by-side view of two
+// runs shows when either run recorded a part.
+func OverheadParts(client string, drain, prep bool) []OverheadPart {
+	if !drain && !prep {
+		return nil
+	}
+	chromium := client == model.ClientChromium
+	var parts []OverheadPart
+	if drain {
+		parts = append(parts, OverheadPart{"waiting for connections to close across the link",
+			func(o ClientOverhead) Spread { return o.Drain }})
+	}
+	if prep {
+		what := "connecting, priming"
+		if chromium {
+			what = "browser start, priming load"
+		}
+		parts = append(parts, OverheadPart{"the test's unmeasured preparation (" + what + ")",
+			func(o ClientOverhead) Spread { return o.Prep }})
+	}
+	own := "the runner's own work"
+	if chromium {
+		own += " and the browser's teardown"
+	}
+	return append(parts, OverheadPart{own, func(o ClientOverhead) Spread { return o.Own }})
+}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/report"
 	"github.com/quicbench/quicbench/runner"
@@ -168,25 +167,9 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 		s.RunID, state, s.Resumed+s.Taken, s.Planned, s.Taken, s.Failed, s.Invalid, s.Warnings, s.Elapsed.Round(1e8))
 	for _, o := range s.Overheads {
 		fmt.Fprintf(env.Stderr, "per-sample overhead outside the measured part, %s (p50 / p95 / max): %s\n", o.Client, o.Total)
-		if o.Drain.Max == 0 && o.Prep.Max == 0 {
-			continue
+		for _, p := range o.Parts() {
+			fmt.Fprintf(env.Stderr, "  of which %s: %s\n", p.Label, p.Of(o))
 		}
-		if o.Drain.Max > 0 {
-			fmt.Fprintf(env.Stderr, "  of which waiting for connections to close across the link: %s\n", o.Drain)
-		}
-		chromium := o.Client == model.ClientChromium
-		if o.Prep.Max > 0 {
-			what := "connecting, priming"
-			if chromium {
-				what = "browser start, priming load"
-			}
-			fmt.Fprintf(env.Stderr, "  of which the test's unmeasured preparation (%s): %s\n", what, o.Prep)
-		}
-		own := "the runner's own work"
-		if chromium {
-			own += " and the browser's teardown"
-		}
-		fmt.Fprintf(env.Stderr, "  of which %s: %s\n", own, o.Own)
 	}
 }
 
