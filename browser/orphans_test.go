@@ -3,7 +3,6 @@ package browser
 import (
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -75,13 +74,8 @@ func TestReapOrphansChargesTheirCPU(t *testing.T) {
 
 func hasZombieChild(pgid int) bool {
 	self := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(pid); ok && st.ppid == self && st.pgrp == pgid && st.state == 'Z' {
+	for _, st := range processes() {
+		if st.ppid == self && st.pgrp == pgid && st.state == 'Z' {
 			return true
 		}
 	}

@@ -59,26 +59,36 @@ func usesProfile(pid int, dir string) bool {
 // browser: members of process group pgid (when not 0) or processes whose
 // command line names the profile dir.
 func browserProcesses(dir string, pgid int) []int {
+	self := os.Getpid()
+	var pids []int
+	for _, st := range processes() {
+		if st.pid == self || st.state == 'Z' || st.state == 'X' {
+			continue
+		}
+		if (pgid != 0 && st.pgrp == pgid) || usesProfile(st.pid, dir) {
+			pids = append(pids, st.pid)
+		}
+	}
+	return pids
+}
+
+// processes lists the processes in /proc that could be read.
+func processes() []procInfo {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	self := os.Getpid()
-	var pids []int
+	var ps []procInfo
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+		if err != nil {
 			continue
 		}
-		st, ok := readStat(pid)
-		if !ok || st.state == 'Z' || st.state == 'X' {
-			continue
-		}
-		if (pgid != 0 && st.pgrp == pgid) || usesProfile(pid, dir) {
-			pids = append(pids, pid)
+		if st, ok := readStat(pid); ok {
+			ps = append(ps, st)
 		}
 	}
-	return pids
+	return ps
 }
 
 // reap kills every process of the browser with SIGKILL and waits until
@@ -124,23 +134,14 @@ func reapOrphans(pgid int) int {
 	if pgid <= 0 {
 		return 0
 	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	self := os.Getpid()
 	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, ok := readStat(pid)
-		if !ok || st.ppid != self || st.pgrp != pgid || st.state != 'Z' {
+	for _, st := range processes() {
+		if st.ppid != self || st.pgrp != pgid || st.state != 'Z' {
 			continue
 		}
 		var ws syscall.WaitStatus
-		if got, err := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); err == nil && got == pid {
+		if got, err := syscall.Wait4(st.pid, &ws, syscall.WNOHANG, nil); err == nil && got == st.pid {
 			n++
 		}
 	}
