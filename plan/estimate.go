@@ -215,11 +215,11 @@ func (p *Plan) EstimateCell(c *model.Cell) (time.Duration, error) {
 // overhead and, for the built-in client, the drain of one one-way delay.
 // See docs/plan-format.md, "Estimated duration", for the model.
 func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error) {
-	up, err := parseEstimateLink(c.LinkUp)
+	up, err := spec.Parse(c.LinkUp)
 	if err != nil {
 		return 0, fmt.Errorf("cell %s: link up %q: %w", c.Key, c.LinkUp, err)
 	}
-	down, err := parseEstimateLink(c.LinkDown)
+	down, err := spec.Parse(c.LinkDown)
 	if err != nil {
 		return 0, fmt.Errorf("cell %s: link down %q: %w", c.Key, c.LinkDown, err)
 	}
@@ -249,14 +249,6 @@ func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error)
 		total = addSat(total, up.Delay) // the drain: the client's close reaches the server
 	}
 	return total, nil
-}
-
-// parseEstimateLink parses a cell's link spec ("" is no impairment).
-func parseEstimateLink(s string) (spec.Link, error) {
-	if s == "" {
-		return spec.Link{}, nil
-	}
-	return spec.Parse(s)
 }
 
 // stack is what the estimate needs to know of a protocol's transport.
