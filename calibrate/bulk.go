@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint/certs"
@@ -328,39 +326,15 @@ func (r *run) cpuUDP() (CPU, error) {
 }
 
 // udpReceiveDrops reads the UDP datagrams side's namespace dropped for want
-// of socket buffer space (RcvbufErrors in /proc/net/snmp): a QUIC receiver
-// that cannot keep up loses packets there, which its sender takes for
-// congestion.
+// of socket buffer space (netns.ReadUDPReceiveBufferErrors): a QUIC
+// receiver that cannot keep up loses packets there, which its sender takes
+// for congestion. e is a testbed or the veth pair.
 func udpReceiveDrops(e doer, s netns.Side) (uint64, error) {
 	var n uint64
 	err := e.Do(s, func() error {
-		b, err := os.ReadFile("/proc/thread-self/net/snmp")
-		if err != nil {
-			return err
-		}
-		n, err = parseUDPRcvbufErrors(string(b))
+		var err error
+		n, err = netns.ReadUDPReceiveBufferErrors()
 		return err
 	})
 	return n, err
-}
-
-// parseUDPRcvbufErrors finds Udp: RcvbufErrors in /proc/net/snmp's text.
-func parseUDPRcvbufErrors(snmp string) (uint64, error) {
-	var header []string
-	for _, line := range strings.Split(snmp, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Udp:" {
-			continue
-		}
-		if header == nil {
-			header = f
-			continue
-		}
-		for i, name := range header {
-			if name == "RcvbufErrors" && i < len(f) {
-				return strconv.ParseUint(f[i], 10, 64)
-			}
-		}
-	}
-	return 0, errors.New("/proc/net/snmp: no Udp RcvbufErrors")
 }

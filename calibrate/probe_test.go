@@ -87,20 +87,6 @@ func TestParseCmsgs(t *testing.T) {
 	}
 }
 
-func TestParseUDPRcvbufErrors(t *testing.T) {
-	snmp := "Ip: Forwarding DefaultTTL\nIp: 1 64\n" +
-		"Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors InCsumErrors IgnoredMulti MemErrors\n" +
-		"Udp: 100 0 7 50 654 0 0 0 0\n" +
-		"UdpLite: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdpLite: 0 0 0 0 9 0\n"
-	n, err := parseUDPRcvbufErrors(snmp)
-	if err != nil || n != 654 {
-		t.Fatalf("parseUDPRcvbufErrors = %d, %v", n, err)
-	}
-	if _, err := parseUDPRcvbufErrors("Ip: a\nIp: 1\n"); err == nil {
-		t.Fatal("no Udp line: no error")
-	}
-}
-
 func sampleReport() *Report {
 	return &Report{
 		Up: "delay 25ms", Down: "delay 25ms", Seed: 1, CC: "cubic", Packets: 20000, Duration: "3s", Realtime: true,
