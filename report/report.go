@@ -336,6 +336,7 @@ func validity(an *stats.Analysis) ([]failureRow, []warningRow) {
 		n     int
 		cells []string
 		per   map[string]int
+		rng   *warnRange
 	}
 	warns := map[string]*wcount{}
 	var worder []string
@@ -378,11 +379,15 @@ func validity(an *stats.Analysis) ([]failureRow, []warningRow) {
 		all = append(all, cs.Failed...)
 		for _, s := range all {
 			for _, w := range s.Warnings {
-				wc, ok := warns[w]
+				toks := tokenizeWarning(w)
+				key := warningShape(toks)
+				wc, ok := warns[key]
 				if !ok {
-					wc = &wcount{per: map[string]int{}}
-					warns[w] = wc
-					worder = append(worder, w)
+					wc = &wcount{per: map[string]int{}, rng: newWarnRange(toks)}
+					warns[key] = wc
+					worder = append(worder, key)
+				} else {
+					wc.rng.add(toks)
 				}
 				wc.n++
 				if wc.per[cs.Cell.Key] == 0 {
@@ -399,7 +404,7 @@ func validity(an *stats.Analysis) ([]failureRow, []warningRow) {
 		for i, c := range wc.cells {
 			parts[i] = fmt.Sprintf("%s (%d)", c, wc.per[c])
 		}
-		wrows = append(wrows, warningRow{Text: w, Count: wc.n, Cells: strings.Join(parts, "; ")})
+		wrows = append(wrows, warningRow{Text: wc.rng.text(), Count: wc.n, Cells: strings.Join(parts, "; ")})
 	}
 	return fails, wrows
 }
