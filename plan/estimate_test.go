@@ -11,6 +11,17 @@ import (
 	"github.com/quicbench/quicbench/internal/model"
 )
 
+// mustEstimate is EstimateSample of c with the given timeout; an error
+// ends the test.
+func mustEstimate(t *testing.T, c *model.Cell, timeout time.Duration) time.Duration {
+	t.Helper()
+	d, err := EstimateSample(c, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // estCell builds a cell of test with the given link specs and parameters.
 func estCell(test, proto, client, up, down string, params ...string) model.Cell {
 	c := model.Cell{Key: "k/" + test + "/" + proto, Test: test, Protocol: proto, Client: client, LinkUp: up, LinkDown: down}
@@ -27,10 +38,7 @@ func ms(v float64) time.Duration { return time.Duration(v * float64(time.Millise
 func TestEstimateRateLimitedDownload(t *testing.T) {
 	// 10 MB over "rate 10mbit delay 25ms" each way, HTTP/2: RTT 50.2 ms.
 	c := estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "rate 10mbit delay 25ms", "rate 10mbit delay 25ms", "size", "10MB")
-	got, err := EstimateSample(&c, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustEstimate(t, &c, time.Minute)
 	rtt := 50.2
 	handshake := 2 * rtt // TCP, then TLS 1.3
 	request := rtt
@@ -61,10 +69,7 @@ func TestEstimateLossUsesMathis(t *testing.T) {
 	mathis := 1.22 * 1448 * 8 / (rtt / 1000 * 0.1)
 	for _, proto := range []string{model.ProtoH2, model.ProtoH3} {
 		c := estCell(TestDownload, proto, model.ClientBuiltin, "delay 50ms loss 1%", "delay 50ms loss 1%", "size", "200MB")
-		got, err := EstimateSample(&c, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := mustEstimate(t, &c, 0)
 		want := 200e6 * 8 / mathis // s
 		if transfer := got.Seconds() - fixed/1000; math.Abs(transfer/want-1) > 0.01 {
 			t.Errorf("%s: transfer %.1f s, want the Mathis bound's %.1f s within 1%%", proto, transfer, want)
@@ -76,10 +81,7 @@ func TestEstimateLossUsesMathis(t *testing.T) {
 	// window goes from 80 to 56), the rest in a fifth round trip: four
 	// round trips beyond the request's.
 	c := estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "delay 50ms loss 1%", "delay 50ms loss 1%", "size", "289600B")
-	got, err := EstimateSample(&c, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustEstimate(t, &c, 0)
 	if want := ms(fixed + 4*rtt); !nearDur(got, want) {
 		t.Errorf("200 packets at 1%% loss: %v, want %v", got, want)
 	}
@@ -91,14 +93,8 @@ func TestEstimateLossyQueue(t *testing.T) {
 	// for a while. A tiny queue leaves it to the Mathis bound sooner.
 	big := estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "", "delay 100ms rate 10mbit loss 0.1%", "size", "10MB")
 	small := estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "", "delay 100ms rate 10mbit loss 0.1% limit 10", "size", "10MB")
-	b, err := EstimateSample(&big, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := EstimateSample(&small, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := mustEstimate(t, &big, 0)
+	s := mustEstimate(t, &small, 0)
 	atRate := 10e6 * 8 / (10e6 * 1448 / 1500)
 	if b.Seconds() < atRate || s <= b {
 		t.Errorf("10 MB at 10 Mbit/s, 0.1%% loss: %v with the default queue, %v with 10 packets; want >= %.1f s and more with the small queue", b, s, atRate)
@@ -113,10 +109,7 @@ func TestEstimateMachineCap(t *testing.T) {
 		want  float64 // seconds of payload
 	}{{model.ProtoH3, 8}, {model.ProtoH2, 8.0 / 3}} {
 		c := estCell(TestDownload, tc.proto, model.ClientBuiltin, "", "", "size", "1GB")
-		got, err := EstimateSample(&c, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := mustEstimate(t, &c, 0)
 		if math.Abs(got.Seconds()-tc.want) > 0.01 {
 			t.Errorf("%s: %v, want about %.2f s", tc.proto, got, tc.want)
 		}
@@ -126,10 +119,7 @@ func TestEstimateMachineCap(t *testing.T) {
 func TestEstimateTimeoutCaps(t *testing.T) {
 	// 50 MB at 1 Mbit/s takes about 7 minutes: a 60 s timeout ends it.
 	c := estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 1mbit", "rate 1mbit", "size", "50MB")
-	got, err := EstimateSample(&c, time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustEstimate(t, &c, time.Minute)
 	if want := time.Minute + 3*time.Millisecond; got != want { // timeout + runner overhead, no drain
 		t.Errorf("estimate %v, want %v", got, want)
 	}
@@ -184,14 +174,8 @@ func TestEstimateTests(t *testing.T) {
 func TestEstimateUploadUsesUpDirection(t *testing.T) {
 	up := estCell(TestUpload, model.ProtoH2, "builtin", "rate 1mbit", "", "size", "1MB")
 	down := estCell(TestDownload, model.ProtoH2, "builtin", "rate 1mbit", "", "size", "1MB")
-	u, err := EstimateSample(&up, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := EstimateSample(&down, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u := mustEstimate(t, &up, 0)
+	d := mustEstimate(t, &down, 0)
 	if u < 8*time.Second || d > time.Second {
 		t.Errorf("upload over a 1 Mbit/s up link %v (want > 8 s), download %v (want < 1 s)", u, d)
 	}
@@ -206,20 +190,14 @@ func TestEstimateTraceAndSite(t *testing.T) {
 	}
 	withTrace := estCell(TestDownload, model.ProtoH3, "builtin", "", "trace "+tr, "size", "5MB")
 	withRate := estCell(TestDownload, model.ProtoH3, "builtin", "", "rate 6mbit", "size", "5MB")
-	a, err := EstimateSample(&withTrace, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := mustEstimate(t, &withTrace, 0)
 	b, _ := EstimateSample(&withRate, 0)
 	if a != b {
 		t.Errorf("trace of mean 6 Mbit/s: %v; rate 6mbit: %v", a, b)
 	}
 	missing := estCell(TestDownload, model.ProtoH3, "builtin", "", "trace "+filepath.Join(dir, "gone"), "size", "5MB")
 	fallback := estCell(TestDownload, model.ProtoH3, "builtin", "", "rate 12mbit", "size", "5MB")
-	a, err = EstimateSample(&missing, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a = mustEstimate(t, &missing, 0)
 	if b, _ := EstimateSample(&fallback, 0); a != b {
 		t.Errorf("unreadable trace: %v; want the 12 Mbit/s fallback %v", a, b)
 	}
@@ -243,10 +221,7 @@ func TestEstimateTraceAndSite(t *testing.T) {
 	gen := estCell(TestSite, model.ProtoH2, "chromium", "rate 10mbit", "rate 10mbit", "site", "site-19x1mb", "connection", "cold")
 	user := estCell(TestSite, model.ProtoH2, "chromium", "rate 10mbit", "rate 10mbit", "site", site, "connection", "cold")
 	a, _ = EstimateSample(&gen, 0)
-	b, err = EstimateSample(&user, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b = mustEstimate(t, &user, 0)
 	if a != b || a < time.Second {
 		t.Errorf("generated site %v, directory of the same shape %v", a, b)
 	}
@@ -256,10 +231,7 @@ func TestEstimateSaturates(t *testing.T) {
 	// 100,000 requests of 100 MB at 1 kbit/s with 10% loss: far beyond
 	// what a Duration holds, an estimate that stays positive.
 	c := estCell(TestLatency, model.ProtoH2, "builtin", "rate 1kbit loss 10%", "rate 1kbit loss 10%", "requests", "100000", "size", "100MB")
-	d, err := EstimateSample(&c, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustEstimate(t, &c, 0)
 	if d != estMax {
 		t.Errorf("estimate %v, want the saturated %v", d, estMax)
 	}
