@@ -41,7 +41,7 @@ func tokenizeWarning(w string) []warnToken {
 				j++
 			}
 		}
-		if j < len(w) && (w[j] == '.' && j+1 < len(w) && isDigit(w[j+1]) || isDigit(w[j])) {
+		if j+1 < len(w) && w[j] == '.' && isDigit(w[j+1]) {
 			// a dotted sequence such as an address: text
 			for j < len(w) && (isDigit(w[j]) || w[j] == '.') {
 				j++
