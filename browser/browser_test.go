@@ -2,9 +2,11 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -420,4 +422,75 @@ func driverGoroutines() []string {
 		}
 	}
 	return out
+}
+
+// TestRemoteDebuggingPort checks that a session started with
+// RemoteDebugging serves DevTools on the port DevToolsPort returns (its
+// /json/version names the same browser), still loads pages through the
+// driver, and that the port is gone once the session is closed.
+func TestRemoteDebuggingPort(t *testing.T) {
+	requireChromium(t)
+	srv := newTestServer(t, serverConfig{objects: 2})
+	ctx := context.Background()
+	s, err := NewSession(ctx, Options{Protocol: model.ProtoH2, SPKIHash: srv.spki, ProfileDir: profileParent(t),
+		RemoteDebugging: true, DisableFeatures: []string{"RenderDocument"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	port, err := s.DevToolsPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/json/version", port))
+	if err != nil {
+		t.Fatalf("DevTools port %d: %v", port, err)
+	}
+	var v struct{ Browser string }
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil || v.Browser == "" || !strings.HasSuffix(s.Version(), strings.TrimPrefix(v.Browser, "HeadlessChrome")) {
+		t.Errorf("/json/version browser %q (err %v), session version %q", v.Browser, err, s.Version())
+	}
+	if _, err := s.Load(ctx, srv.url("/")); err != nil {
+		t.Fatalf("load through the WebSocket driver: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second); err == nil {
+		c.Close()
+		t.Errorf("DevTools port %d still open after Close", port)
+	}
+	if _, err := s.DevToolsPort(); err == nil {
+		t.Error("DevToolsPort on a closed session succeeded")
+	}
+}
+
+// TestStartFailsFast checks that a browser that exits at once makes
+// NewSession return its error promptly (it once waited a second time for
+// the start that had already reported, and hung).
+func TestStartFailsFast(t *testing.T) {
+	parent := profileParent(t)
+	exe := filepath.Join(t.TempDir(), "fake-chromium")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		s, err := NewSession(context.Background(), Options{Protocol: model.ProtoH2, Exe: exe, ProfileDir: parent, StartTimeout: time.Minute})
+		if s != nil {
+			s.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var te *TimeoutError
+		if err == nil || errors.As(err, &te) {
+			t.Errorf("err %v, want the start's own error", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("NewSession still blocked 30 s after the browser exited (start timeout 1 min)")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,7 +106,20 @@ type Options struct {
 
 	// ExtraArgs are appended to Chromium's command line, each as
 	// "--name" or "--name=value" (e.g. "--host-resolver-rules=...").
+	// A --disable-features entry adds to the features quicbench disables
+	// (as DisableFeatures does) instead of replacing them.
 	ExtraArgs []string
+
+	// DisableFeatures are Chromium features to turn off in addition to
+	// those quicbench always disables (background services that would
+	// share the link or the CPU with the page), e.g. "RenderDocument".
+	DisableFeatures []string
+
+	// RemoteDebugging makes Chromium also serve DevTools on a TCP port of
+	// 127.0.0.1 (in its network namespace) that it picks itself, so that
+	// another tool (Lighthouse) can attach to the browser; see
+	// Session.DevToolsPort. The driver itself keeps its pipe.
+	RemoteDebugging bool
 
 	// Output receives Chromium's stdout and stderr and chromedp's log
 	// lines. Nil discards them.
@@ -226,6 +240,11 @@ func (o Options) validate(needURL bool) (Options, error) {
 			return bad("ExtraArgs", "entry %d %q does not start with --name", i+1, a)
 		}
 	}
+	for i, f := range o.DisableFeatures {
+		if f == "" || strings.ContainsAny(f, ", =") {
+			return bad("DisableFeatures", "entry %d %q is not one feature name", i+1, f)
+		}
+	}
 	exe, err := findExe(o.Exe)
 	if err != nil {
 		return o, &OptionError{Field: "Exe", Err: err}
@@ -338,7 +357,7 @@ func (o Options) args() [][2]any {
 		{"disable-breakpad", true},
 		{"disable-client-side-phishing-detection", true},
 		{"disable-domain-reliability", true},
-		{"disable-features", "Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,InterestFeedContentSuggestions,CertificateTransparencyComponentUpdater"},
+		{"disable-features", strings.Join(o.disabledFeatures(), ",")},
 		{"disable-background-timer-throttling", true},
 		{"disable-backgrounding-occluded-windows", true},
 		{"disable-renderer-backgrounding", true},
@@ -361,6 +380,9 @@ func (o Options) args() [][2]any {
 	}
 	for _, e := range o.ExtraArgs {
 		name, value, ok := strings.Cut(strings.TrimPrefix(e, "--"), "=")
+		if name == "disable-features" {
+			continue // merged into the list above
+		}
 		if ok {
 			a = append(a, [2]any{name, value})
 		} else {
@@ -368,6 +390,45 @@ func (o Options) args() [][2]any {
 		}
 	}
 	return a
+}
+
+// portArgs are the switches of Options.RemoteDebugging: DevTools on a port
+// of 127.0.0.1 that Chromium picks (and writes to DevToolsActivePort),
+// beside the pipe the driver uses.
+func (o Options) portArgs() []string {
+	if !o.RemoteDebugging {
+		return nil
+	}
+	return []string{"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"}
+}
+
+// baseDisabledFeatures are the Chromium features every browser of
+// quicbench runs without: background services that would share the link
+// or the CPU with the measured page.
+var baseDisabledFeatures = []string{"Translate", "OptimizationHints", "MediaRouter", "DialMediaRouteProvider",
+	"InterestFeedContentSuggestions", "CertificateTransparencyComponentUpdater"}
+
+// disabledFeatures is the value of --disable-features: the base list, then
+// DisableFeatures, then the features of any --disable-features in
+// ExtraArgs, each once.
+func (o Options) disabledFeatures() []string {
+	list := slices.Clone(baseDisabledFeatures)
+	add := func(f string) {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(list, f) {
+			list = append(list, f)
+		}
+	}
+	for _, f := range o.DisableFeatures {
+		add(f)
+	}
+	for _, e := range o.ExtraArgs {
+		if v, ok := strings.CutPrefix(e, "--disable-features="); ok {
+			for _, f := range strings.Split(v, ",") {
+				add(f)
+			}
+		}
+	}
+	return list
 }
 
 // quicOrigin is the value of --origin-to-force-quic-on for h3.

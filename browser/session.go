@@ -7,6 +7,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -77,6 +80,9 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		chromedp.UserDataDir(dir),
 		chromedp.CombinedOutput(out),
 		chromedp.ModifyCmdFunc(func(cmd *exec.Cmd) {
+			// Passed behind chromedp's back: as one of its flags, a
+			// DevTools port would make it drop the pipe for a WebSocket.
+			cmd.Args = append(cmd.Args, o.portArgs()...)
 			prepareCmd(cmd, o.NetNS)
 			s.cmd = cmd
 		}),
@@ -97,8 +103,10 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 	go func() { started <- s.setup() }()
 	timer := time.NewTimer(o.StartTimeout)
 	defer timer.Stop()
+	setupDone := false
 	select {
 	case err = <-started:
+		setupDone = true
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
@@ -110,7 +118,9 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		// it runs aside), kill the process group, then clean up.
 		stopped := make(chan struct{})
 		go func() { s.bcancel(); close(stopped) }()
-		<-started
+		if !setupDone {
+			<-started
+		}
 		s.notePID()
 		s.killGroup()
 		<-stopped
@@ -184,6 +194,46 @@ func (s *Session) killGroup() {
 // Version is the browser's product string as reported over DevTools, e.g.
 // "Chrome/156.0.8078.79" (Debian chromium 156 in headless=new mode).
 func (s *Session) Version() string { return s.version }
+
+// DevToolsPort returns the TCP port on 127.0.0.1 (in the browser's network
+// namespace) where Chromium serves DevTools, for a session started with
+// Options.RemoteDebugging. Chromium picks the port and writes it into the
+// profile's DevToolsActivePort file, which is read here.
+func (s *Session) DevToolsPort() (int, error) {
+	if !s.opts.RemoteDebugging {
+		return 0, errors.New("browser: DevToolsPort: the session was started without Options.RemoteDebugging")
+	}
+	if s.closed.Load() {
+		return 0, errors.New("browser: DevToolsPort: the session is closed")
+	}
+	name := filepath.Join(s.dir, "DevToolsActivePort")
+	// The file is written when the port listens, before the first tab
+	// answers (NewSession waited for that); a short grace covers a slow
+	// file system.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		port, err := readActivePort(name)
+		if err == nil || time.Now().After(deadline) {
+			return port, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readActivePort parses Chromium's DevToolsActivePort file: the port on
+// the first line, the browser target's path on the second.
+func readActivePort(name string) (int, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return 0, fmt.Errorf("browser: DevTools port: %w", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	port, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("browser: DevTools port: %s: first line %q is not a port", name, first)
+	}
+	return port, nil
+}
 
 // Close ends the browser: Browser.close over DevTools, then SIGKILL to its
 // process group, a wait until no process of this profile remains, and the

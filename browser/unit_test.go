@@ -2,9 +2,11 @@ package browser
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -291,5 +293,63 @@ func TestReapKillsGroupAndProfileProcesses(t *testing.T) {
 	}
 	if left := browserProcesses(dir, pgid); len(left) != 0 {
 		t.Errorf("processes %v survived reap", left)
+	}
+}
+
+func TestDisabledFeaturesMerge(t *testing.T) {
+	o := Options{Protocol: model.ProtoH2, DisableFeatures: []string{"RenderDocument", "Translate"},
+		ExtraArgs: []string{"--disable-features=BackForwardCache,RenderDocument", "--enable-logging"}}
+	m := argMap(o)
+	want := strings.Join(append(slices.Clone(baseDisabledFeatures), "RenderDocument", "BackForwardCache"), ",")
+	if m["disable-features"] != want {
+		t.Errorf("--disable-features=%v\nwant %s", m["disable-features"], want)
+	}
+	if m["enable-logging"] != true {
+		t.Errorf("other extra args dropped: %v", m)
+	}
+	if a := o.portArgs(); a != nil {
+		t.Errorf("DevTools port switches %q without RemoteDebugging", a)
+	}
+	o.RemoteDebugging = true
+	if a := o.portArgs(); !slices.Equal(a, []string{"--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0"}) {
+		t.Errorf("RemoteDebugging switches %q", a)
+	}
+	if _, ok := argMap(o)["remote-debugging-port"]; ok {
+		t.Error("the DevTools port is among chromedp's flags (it would switch chromedp from the pipe to a WebSocket)")
+	}
+	for _, bad := range []string{"", "A,B", "A=1", "A B"} {
+		o := Options{Protocol: model.ProtoH2, DisableFeatures: []string{"Ok", bad}}
+		var oe *OptionError
+		if _, err := o.validate(false); !errors.As(err, &oe) || oe.Field != "DisableFeatures" || !strings.Contains(err.Error(), "entry 2") {
+			t.Errorf("DisableFeatures %q: %v", bad, err)
+		}
+	}
+}
+
+func TestReadActivePort(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		content string
+		port    int
+	}{
+		{"40123\n/devtools/browser/0f3c\n", 40123},
+		{"9222", 9222},
+		{"", 0},
+		{"0\n/x\n", 0},
+		{"70000\n", 0},
+		{"abc\n", 0},
+	}
+	for i, c := range cases {
+		name := filepath.Join(dir, fmt.Sprint(i))
+		if err := os.WriteFile(name, []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		port, err := readActivePort(name)
+		if port != c.port || (c.port == 0) != (err != nil) {
+			t.Errorf("%q: port %d, err %v; want %d", c.content, port, err, c.port)
+		}
+	}
+	if _, err := readActivePort(filepath.Join(dir, "missing")); err == nil {
+		t.Error("missing file: no error")
 	}
 }
