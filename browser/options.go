@@ -128,7 +128,7 @@ type Options struct {
 
 // wantProtocol maps a quicbench protocol to the nextHopProtocol Chromium
 // reports for it.
-func wantProtocol(proto string) (string, bool) {
+func NextHopProtocol(proto string) (string, bool) {
 	switch proto {
 	case model.ProtoH1, model.ProtoH1C:
 		return "http/1.1", true
@@ -141,7 +141,7 @@ func wantProtocol(proto string) (string, bool) {
 }
 
 // httpVersion maps an ALPN id to the HTTP version string of model.Negotiated.
-func httpVersion(alpn string) string {
+func HTTPVersion(alpn string) string {
 	switch alpn {
 	case "http/1.1":
 		return "HTTP/1.1"
@@ -171,7 +171,7 @@ func (o Options) validate(needURL bool) (Options, error) {
 	bad := func(field, format string, args ...any) (Options, error) {
 		return o, &OptionError{Field: field, Err: fmt.Errorf(format, args...)}
 	}
-	if _, ok := wantProtocol(o.Protocol); !ok {
+	if _, ok := NextHopProtocol(o.Protocol); !ok {
 		return bad("Protocol", "%q is not one of h1, h1c, h2, h3", o.Protocol)
 	}
 	if needURL || o.URL != "" {

@@ -207,7 +207,7 @@ func (raw *rawResult) result(want string, resp *network.Response) *Result {
 	res.BodyBytes += int64(raw.Nav.EncodedBodySize)
 	if resp != nil {
 		res.Negotiated.ALPN = resp.Protocol
-		res.Negotiated.HTTPVersion = httpVersion(resp.Protocol)
+		res.Negotiated.HTTPVersion = HTTPVersion(resp.Protocol)
 		if sd := resp.SecurityDetails; sd != nil {
 			res.Negotiated.TLSVersion = sd.Protocol
 			res.Negotiated.Cipher = sd.Cipher

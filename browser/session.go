@@ -62,7 +62,7 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	want, _ := wantProtocol(o.Protocol)
+	want, _ := NextHopProtocol(o.Protocol)
 	dir, err := os.MkdirTemp(o.ProfileDir, "qb-chromium-")
 	if err != nil {
 		return nil, fmt.Errorf("browser: creating the profile directory: %w", err)

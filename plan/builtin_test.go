@@ -27,8 +27,9 @@ var builtinCounts = map[string]Counts{
 	"page-load-grid": {Cells: 144, Samples: 14400, Warmups: 144},
 	// Study C: 5 cases x 4 sizes x 2 protocols, 5 repetitions.
 	"image-transfer": {Cells: 40, Samples: 200, Warmups: 40},
-	// Study D: 3 sites x 3 protocols, 30 loads.
-	"three-sites": {Cells: 9, Samples: 270, Warmups: 9},
+	// Study D: 3 sites x 3 protocols, 30 loads in Chromium and 10
+	// Lighthouse audits.
+	"three-sites": {Cells: 18, Samples: 360, Warmups: 18},
 	// Study E: (5 rates x 4 losses + 5 jitter points) x 4 sizes x 2
 	// protocols = 200 download cells without warm-up, + 2 cpu cells with;
 	// 10 iterations.
@@ -43,7 +44,7 @@ var quickCounts = map[string]int{
 	"degraded-networks":   42,
 	"page-load-grid":      12, // 1 grid point x pages {5,50} x {4KB,128KB} x 3
 	"image-transfer":      8,  // none + loss-5 x {12KB, 1MB} x 2
-	"three-sites":         6,  // first and last site x 3
+	"three-sites":         12, // first and last site x 3, for each of the two clients
 	"size-bandwidth-grid": 6,  // 1 point x {5KB, 1MB} x 2 + gigabit cpu x 2
 }
 
@@ -323,6 +324,10 @@ func TestThreeSitesDesign(t *testing.T) {
 			c, ok := cells["lighthouse-desktop/site/site="+site+",connection=cold/"+proto+"/chromium/cubic"]
 			if !ok || c.Client != "chromium" || c.LinkDown != "rate 10.24mbit" || c.LinkUp != "rate 10.24mbit" || c.Iterations != 30 {
 				t.Errorf("%s %s: %+v", site, proto, c)
+			}
+			c, ok = cells["lighthouse-desktop/site/site="+site+",connection=cold/"+proto+"/lighthouse/cubic"]
+			if !ok || c.LinkDown != "rate 10.24mbit" || c.LinkUp != "rate 10.24mbit" || c.Iterations != 10 || c.Metric != "lh_score" || !c.HigherIsBetter {
+				t.Errorf("lighthouse %s %s: %+v", site, proto, c)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -414,7 +415,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 	}
 	if v, ok := f["client"]; ok {
 		out.clientPos = at(v.val)
-		if s, ok := d.choices(v.val, "client", []string{model.ClientBuiltin, model.ClientChromium}); ok {
+		if s, ok := d.choices(v.val, "client", model.Clients); ok {
 			out.clients = s
 		}
 	}
@@ -746,16 +747,16 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 			}
 		}
 		if v, ok := f["client"]; ok {
-			if s, ok := d.choices(v.val, path+".client", []string{model.ClientBuiltin, model.ClientChromium}); ok {
+			if s, ok := d.choices(v.val, path+".client", model.Clients); ok {
 				t.clients = s
 				for j, c := range s {
 					if why := clientUnsupported(def, c); why != "" {
 						d.failAt(d.itemPos(v.val, j), d.itemPath(v.val, path+".client", j), c, why)
 					}
 				}
-				if contains(t.clients, model.ClientChromium) && t.protocols != nil {
+				if browser := slices.IndexFunc(t.clients, model.IsBrowser); browser >= 0 && t.protocols != nil {
 					for j, p := range t.protocols {
-						if why := browserProtoUnsupported(p); why != "" {
+						if why := browserProtoUnsupported(p, t.clients[browser]); why != "" {
 							pv := f["protocols"].val
 							d.failAt(d.itemPos(pv, j), d.itemPath(pv, path+".protocols", j), p, why)
 						}

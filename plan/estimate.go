@@ -105,6 +105,11 @@ const (
 	// (renderer, parsing, layout, paint): about 120 ms on a clean link.
 	estChromiumOverhead = 800 * time.Millisecond
 	estChromiumPageWork = 120 * time.Millisecond
+	// estLighthouseWork is what a Lighthouse audit adds to the page load:
+	// node's start, its own tab, the quiet windows it waits for after the
+	// load (at least 5.25 s of network and CPU quiet), the trace's
+	// processing and the report.
+	estLighthouseWork = 20 * time.Second
 
 	// estTraceFallbackBps is the rate assumed for a trace file that cannot
 	// be read (a plan checked with Parse, whose relative paths are not
@@ -233,17 +238,20 @@ func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error)
 	}
 	m := estModel{st: st, up: linkFigures(up), down: linkFigures(down)}
 	m.rtt = up.Delay + down.Delay + estBaseRTT
-	chromium := c.Client == model.ClientChromium
+	inBrowser := model.IsBrowser(c.Client)
 
-	client, err := m.client(c.Test, prm, chromium)
+	client, err := m.client(c.Test, prm, inBrowser)
 	if err != nil {
 		return 0, fmt.Errorf("cell %s: %w", c.Key, err)
+	}
+	if c.Client == model.ClientLighthouse {
+		client = addSat(client, estLighthouseWork)
 	}
 	if timeout > 0 && client > timeout {
 		client = timeout
 	}
 	total := addSat(client, estRunnerOverhead)
-	if chromium {
+	if inBrowser {
 		total = addSat(total, estChromiumOverhead)
 	} else {
 		total = addSat(total, up.Delay) // the drain: the client's close reaches the server
@@ -490,7 +498,7 @@ func (m *estModel) page(n int, bytes int64, warm bool) time.Duration {
 
 // client is the client's part of one sample: the test's preparation and its
 // measured part.
-func (m *estModel) client(test string, p Params, chromium bool) (time.Duration, error) {
+func (m *estModel) client(test string, p Params, inBrowser bool) (time.Duration, error) {
 	switch test {
 	case TestLatency:
 		per := m.exchange()
@@ -527,7 +535,7 @@ func (m *estModel) client(test string, p Params, chromium bool) (time.Duration, 
 			n, bytes = reqs-1, total
 		}
 		warm := p.Connection == ConnWarm
-		if chromium {
+		if inBrowser {
 			load := addSat(m.page(n, bytes, false), estChromiumPageWork)
 			if warm {
 				// A priming load of the same page, then the measured one

@@ -20,19 +20,28 @@ func protoUnsupported(t *testDef, p string) string {
 
 // clientUnsupported says why a test cannot run with a client ("" if it can).
 func clientUnsupported(t *testDef, c string) string {
-	if c == model.ClientChromium && !t.browser {
-		return fmt.Sprintf("the chromium client runs only page and site tests, not %s", t.name)
+	if model.IsBrowser(c) && !t.browser {
+		return fmt.Sprintf("the %s client runs only page and site tests, not %s", c, t.name)
 	}
 	return ""
 }
 
-// browserProtoUnsupported says why the chromium client cannot use a protocol.
-func browserProtoUnsupported(p string) string {
+// browserProtoUnsupported says why a browser client cannot use a protocol.
+func browserProtoUnsupported(p, client string) string {
 	switch p {
 	case model.ProtoH1, model.ProtoH2, model.ProtoH3:
 		return ""
 	}
-	return fmt.Sprintf("the chromium client speaks only h1, h2 and h3, not %s", p)
+	return fmt.Sprintf("the %s client speaks only h1, h2 and h3, not %s", client, p)
+}
+
+// connectionUnsupported says why a client cannot take a page or site
+// sample with a connection kind.
+func connectionUnsupported(conn, client string) string {
+	if conn == ConnWarm && client == model.ClientLighthouse {
+		return "the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures); use client chromium for connection warm"
+	}
+	return ""
 }
 
 // modeUnsupported says why a handshake mode cannot be measured over a protocol.
@@ -419,6 +428,7 @@ func (e *expander) cells() {
 				for _, client := range ep.clients {
 					for _, cc := range d.ccs {
 						for _, proto := range ep.protos[client][ci] {
+							metric, unit, higher := ep.def.primary(client)
 							c := model.Cell{
 								Key:            prefix + "/" + proto + "/" + client + "/" + cc,
 								Group:          prefix + "/" + client + "/" + cc,
@@ -429,9 +439,9 @@ func (e *expander) cells() {
 								Protocol:       proto,
 								Client:         client,
 								CC:             cc,
-								Metric:         ep.def.metric,
-								Unit:           ep.def.unit,
-								HigherIsBetter: ep.def.higher,
+								Metric:         metric,
+								Unit:           unit,
+								HigherIsBetter: higher,
 								Iterations:     iters,
 								Warmup:         warm,
 							}
@@ -584,11 +594,11 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 				base = append(base, p)
 			}
 		}
-		if client == model.ClientChromium {
+		if model.IsBrowser(client) {
 			var kept []string
 			for _, p := range base {
-				if why := browserProtoUnsupported(p); why != "" {
-					e.note(fmt.Sprintf("%s: protocol %s skipped for client chromium: %s", label, p, why))
+				if why := browserProtoUnsupported(p, client); why != "" {
+					e.note(fmt.Sprintf("%s: protocol %s skipped for client %s: %s", label, p, client, why))
 					dropped = append(dropped, why)
 					continue
 				}
@@ -599,7 +609,11 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 		for _, combo := range ep.combos {
 			var ps []string
 			reasons := append([]string(nil), dropped...)
-			for _, p := range base {
+			candidates := base
+			if why := connectionUnsupported(factorValue(combo, "connection"), client); why != "" {
+				candidates, reasons = nil, append(reasons, why)
+			}
+			for _, p := range candidates {
 				if mode := factorValue(combo, "mode"); mode != "" {
 					if why := modeUnsupported(mode, p); why != "" {
 						e.note(fmt.Sprintf("%s: protocol %s skipped for mode %s: %s", label, p, mode, why))

@@ -251,6 +251,31 @@ tests:
     client: chromium
     protocols: [h1c, h2]
 `, `plan.yaml:6:17: tests[0].protocols[0]: "h1c": the chromium client speaks only h1, h2 and h3, not h1c`},
+		{"lighthouse requested for ttfb", `
+scenarios: [{name: a}]
+tests:
+  - test: ttfb
+    client: [builtin, lighthouse]
+`, `plan.yaml:5:23: tests[0].client[1]: "lighthouse": the lighthouse client runs only page and site tests, not ttfb`},
+		{"lighthouse with h1c", `
+scenarios: [{name: a}]
+tests:
+  - test: site
+    client: [lighthouse]
+    protocols: [h2, h1c]
+`, `plan.yaml:6:21: tests[0].protocols[1]: "h1c": the lighthouse client speaks only h1, h2 and h3, not h1c`},
+		{"lighthouse with warm connections", `
+scenarios: [{name: a}]
+tests:
+  - test: site
+    client: lighthouse
+    params: {site: site-39x3mb, connection: [cold, warm]}
+`, `plan.yaml:4:5: tests[0]: no protocol can run site site=site-39x3mb,connection=warm with client lighthouse: the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures); use client chromium for connection warm`},
+		{"unknown client", `
+client: lightouse
+scenarios: [{name: a}]
+tests: [{test: page}]
+`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse)`},
 		{"plan-level chromium only", `
 client: chromium
 scenarios: [{name: a}]
@@ -438,6 +463,57 @@ tests:
 	}
 	if !reflect.DeepEqual(keys, wantKeys) {
 		t.Errorf("keys\n%s", strings.Join(keys, "\n"))
+	}
+}
+
+// TestLighthouseCells checks the lighthouse client's cells: page and site
+// tests only, h1/h2/h3 only, Lighthouse's score as the primary metric
+// (higher is better), beside chromium cells of the same test that keep
+// the page load time.
+func TestLighthouseCells(t *testing.T) {
+	p := mustParse(t, `
+protocols: [h1c, h2, h3]
+client: [chromium, lighthouse]
+scenarios: [{name: a}]
+tests:
+  - test: site
+    params: {site: site-19x1mb}
+`)
+	cells, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]model.Cell{}
+	for _, c := range cells {
+		got[c.Key] = c
+	}
+	if len(cells) != 4 {
+		t.Errorf("%d cells, want 4 (h2 and h3 for each browser client)", len(cells))
+	}
+	lh, ok := got["a/site/site=site-19x1mb,connection=cold/h3/lighthouse/cubic"]
+	if !ok || lh.Metric != "lh_score" || lh.Unit != "points" || !lh.HigherIsBetter || lh.Group != "a/site/site=site-19x1mb,connection=cold/lighthouse/cubic" {
+		t.Errorf("lighthouse cell %+v", lh)
+	}
+	ch, ok := got["a/site/site=site-19x1mb,connection=cold/h3/chromium/cubic"]
+	if !ok || ch.Metric != "plt_ms" || ch.HigherIsBetter {
+		t.Errorf("chromium cell %+v", ch)
+	}
+	notes := strings.Join(p.Notes(), "\n")
+	for _, c := range []string{"chromium", "lighthouse"} {
+		if !strings.Contains(notes, "protocol h1c skipped for client "+c+": the "+c+" client speaks only h1, h2 and h3, not h1c") {
+			t.Errorf("no note on h1c for %s in\n%s", c, notes)
+		}
+	}
+	ec, err := p.EstimateCell(&lh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := p.EstimateCell(&ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ec-cc != estLighthouseWork {
+		t.Errorf("lighthouse sample estimated %v, chromium %v: want a difference of %v", ec, cc, estLighthouseWork)
 	}
 }
 

@@ -136,6 +136,23 @@ var testDefs = []testDef{
 	}},
 }
 
+// Primary metric of the lighthouse client's cells: Lighthouse's own
+// performance score, 0 to 100 (docs/metrics.md).
+const (
+	LighthouseMetric = "lh_score"
+	LighthouseUnit   = "points"
+)
+
+// primary returns the primary metric of the test's cells for a client: the
+// test's own, except for the lighthouse client, whose cells compare
+// Lighthouse's performance score (higher is better).
+func (t *testDef) primary(client string) (metric, unit string, higher bool) {
+	if client == model.ClientLighthouse {
+		return LighthouseMetric, LighthouseUnit, true
+	}
+	return t.metric, t.unit, t.higher
+}
+
 func lookupTest(name string) *testDef {
 	for i := range testDefs {
 		if testDefs[i].name == name {

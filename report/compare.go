@@ -340,7 +340,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 		return s.String()
 	}
 	oa, ob := overheads(a), overheads(b)
-	for _, c := range []string{model.ClientBuiltin, model.ClientChromium} {
+	for _, c := range model.Clients {
 		ca, okA := oa[c]
 		cb, okB := ob[c]
 		if !okA && !okB {

@@ -324,6 +324,8 @@ func clientName(c string) string {
 		return "built-in client"
 	case model.ClientChromium:
 		return "Chromium (browser start and teardown included)"
+	case model.ClientLighthouse:
+		return "Lighthouse (browser start and teardown included)"
 	}
 	return c
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/quicbench/quicbench/internal/cli"
 	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"
@@ -334,9 +335,14 @@ func TestStudyPlansQuick(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range mustCells(t, p) {
-				if c.Client == model.ClientChromium {
+				if model.IsBrowser(c.Client) {
 					if _, err := exec.LookPath("chromium"); err != nil {
 						t.Skip("chromium is not installed")
+					}
+				}
+				if c.Client == model.ClientLighthouse {
+					if _, err := lighthouse.Find(); err != nil {
+						t.Skipf("Lighthouse is not installed: %v", err)
 					}
 				}
 			}
@@ -347,9 +353,27 @@ func TestStudyPlansQuick(t *testing.T) {
 			ds := load(t, db)
 			checkComplete(t, ds)
 			checkPrep(t, ds)
+			client := map[int64]string{}
+			for _, c := range ds.Cells {
+				client[c.ID] = c.Client
+			}
 			for _, s := range ds.Samples {
 				if s.Status != model.StatusOK {
 					t.Errorf("sample of cell %d: %s: %s", s.CellID, s.Status, s.Error)
+					continue
+				}
+				if client[s.CellID] != model.ClientLighthouse {
+					continue
+				}
+				// A Lighthouse sample's value is its score; the study's
+				// score and the metrics behind it are stored beside it.
+				if v, ok := s.Metrics["lh_score"]; !ok || v != s.Value || v < 0 || v > 100 {
+					t.Errorf("lighthouse sample %d: value %v, lh_score %v", s.ID, s.Value, s.Metrics["lh_score"])
+				}
+				for _, k := range []string{"lh_study_score", "lh_fcp_ms", "lh_si_ms", "lh_lcp_ms", "lh_tti_ms", "lh_tbt_ms", "lh_cls", "plt_ms"} {
+					if _, ok := s.Metrics[k]; !ok {
+						t.Errorf("lighthouse sample %d: no %s", s.ID, k)
+					}
 				}
 			}
 		})
@@ -374,7 +398,7 @@ func checkPrep(t *testing.T, ds *model.Dataset) {
 		for _, x := range c.Factors {
 			f[x.Name] = x.Value
 		}
-		prepares := c.Client == model.ClientChromium || c.Test == workload.TestLatency ||
+		prepares := model.IsBrowser(c.Client) || c.Test == workload.TestLatency ||
 			(c.Test == workload.TestHandshake && (f["mode"] == "resumed" || f["mode"] == "0rtt")) ||
 			f["connection"] == workload.ConnWarm
 		ok := s.Prep >= 0 && s.Drain >= 0 && s.Drain+s.Prep <= s.Overhead

@@ -24,6 +24,7 @@ import (
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/internal/sysinfo"
+	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/stats"
@@ -397,18 +398,27 @@ func (r *run) recordEnv(ctx context.Context, first bool) error {
 }
 
 // recordBrowser stores the product and version of the Chromium that takes
-// the run's chromium samples. The agent starts Chromium the same way (the
-// same binary search, the same DevTools version call), inside the client
-// namespace; a resumed run refuses another version than the one its earlier
-// samples were taken with.
+// the run's browser samples (chromium and lighthouse clients), and for
+// lighthouse samples Lighthouse's and Node's versions. The agent starts
+// Chromium the same way (the same binary search, the same DevTools version
+// call), inside the client namespace, and finds Lighthouse the same way; a
+// resumed run refuses other versions than those its earlier samples were
+// taken with.
 func (r *run) recordBrowser(ctx context.Context) error {
-	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return c.Client == model.ClientChromium }) {
+	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
 		return nil
 	}
 	v, err := chromiumVersion(ctx)
 	if err != nil {
-		// The chromium samples will fail with the cause; the run goes on.
+		// The browser samples will fail with the cause; the run goes on.
 		return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the Chromium version could not be read: "+err.Error())
+	}
+	if slices.ContainsFunc(r.cells, func(c model.Cell) bool { return c.Client == model.ClientLighthouse }) {
+		inst, err := lighthouse.Find()
+		if err != nil {
+			return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the lighthouse samples will fail: "+err.Error())
+		}
+		v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
 	}
 	old, err := r.db.RunBrowser(ctx, r.runRec.ID)
 	if err != nil {

@@ -14,6 +14,10 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v chromium >/dev/null || need+=(chromium)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 command -v git >/dev/null || need+=(git)
+# Node.js runs Lighthouse (client lighthouse); Lighthouse 12 needs 18.16 or
+# newer, which Debian 12's nodejs (18.19) is.
+command -v node >/dev/null || need+=(nodejs)
+command -v npm >/dev/null || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates
@@ -23,6 +27,13 @@ if ! command -v go >/dev/null; then
 	exit 1
 fi
 go mod download
+# Lighthouse, at the version pinned in peers/lighthouse (package-lock.json);
+# installed again only when what is there is another version.
+lh_pinned=$(sed -n 's/.*"lighthouse": "\([0-9.]*\)".*/\1/p' peers/lighthouse/package.json)
+lh_have=$(sed -n 's/^  "version": "\([0-9.]*\)".*/\1/p' peers/lighthouse/node_modules/lighthouse/package.json 2>/dev/null || true)
+if [ "$lh_have" != "$lh_pinned" ]; then
+	npm ci --prefix peers/lighthouse --no-audit --no-fund --loglevel=error
+fi
 mkdir -p bin
 go build -o bin/quicbench ./cmd/quicbench
 echo "built bin/quicbench"

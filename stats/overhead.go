@@ -140,7 +140,7 @@ func OverheadParts(client string, drain, prep bool) []OverheadPart {
 	if !drain && !prep {
 		return nil
 	}
-	chromium := client == model.ClientChromium
+	inBrowser := model.IsBrowser(client)
 	var parts []OverheadPart
 	if drain {
 		parts = append(parts, OverheadPart{"waiting for connections to close across the link",
@@ -148,14 +148,17 @@ func OverheadParts(client string, drain, prep bool) []OverheadPart {
 	}
 	if prep {
 		what := "connecting, priming"
-		if chromium {
+		switch client {
+		case model.ClientChromium:
 			what = "browser start, priming load"
+		case model.ClientLighthouse:
+			what = "browser start"
 		}
 		parts = append(parts, OverheadPart{"the test's unmeasured preparation (" + what + ")",
 			func(o ClientOverhead) Spread { return o.Prep }})
 	}
 	own := "the runner's own work"
-	if chromium {
+	if inBrowser {
 		own += " and the browser's teardown"
 	}
 	return append(parts, OverheadPart{own, func(o ClientOverhead) Spread { return o.Own }})

@@ -70,7 +70,7 @@ type Target struct {
 type Request struct {
 	Test     string            `json:"test"`
 	Protocol string            `json:"protocol"`
-	Client   string            `json:"client"` // model.ClientBuiltin (default) or model.ClientChromium
+	Client   string            `json:"client"` // model.ClientBuiltin (default), model.ClientChromium or model.ClientLighthouse
 	Params   map[string]string `json:"params"` // the cell's factors (test parameters and grid coordinates)
 	CC       string            `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
@@ -124,7 +124,11 @@ type BrowserLoader func(ctx context.Context, req Request, url string) (*Result, 
 
 // Executor runs tests. The zero value runs built-in client tests only.
 type Executor struct {
+	// Browser takes the client=chromium samples.
 	Browser BrowserLoader
+	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
+	// the page in a browser of its own.
+	Lighthouse BrowserLoader
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -167,7 +171,7 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
 	}
 	p := params(req.Params)
-	if req.Client == model.ClientChromium {
+	if model.IsBrowser(req.Client) {
 		return e.browserSample(ctx, req, p)
 	}
 	spec, err := baseSpec(req)
@@ -704,8 +708,12 @@ func sampleCPU(stop <-chan struct{}, t0 time.Time, now func() time.Time) []model
 }
 
 func (e *Executor) browserSample(ctx context.Context, req Request, p params) (*Result, error) {
-	if e.Browser == nil {
-		return nil, errors.New("client chromium: no browser available in this agent (see quicbench doctor)")
+	load := e.Browser
+	if req.Client == model.ClientLighthouse {
+		load = e.Lighthouse
+	}
+	if load == nil {
+		return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
 	}
 	var path string
 	switch req.Test {
@@ -714,14 +722,18 @@ func (e *Executor) browserSample(ctx context.Context, req Request, p params) (*R
 	case TestSite:
 		path = sitePath(p)
 	default:
-		return nil, fmt.Errorf("client chromium runs only page and site tests, not %s", req.Test)
+		return nil, fmt.Errorf("client %s runs only page and site tests, not %s", req.Client, req.Test)
 	}
 	if req.Protocol != model.ProtoH1 && req.Protocol != model.ProtoH2 && req.Protocol != model.ProtoH3 {
-		return nil, fmt.Errorf("client chromium speaks h1, h2 and h3, not %s", req.Protocol)
+		return nil, fmt.Errorf("client %s speaks h1, h2 and h3, not %s", req.Client, req.Protocol)
 	}
-	if _, err := req.Connection(); err != nil {
+	conn, err := req.Connection()
+	if err != nil {
 		return nil, err
 	}
+	if conn == ConnWarm && req.Client == model.ClientLighthouse {
+		return nil, errors.New("client lighthouse measures cold loads only, not connection warm")
+	}
 	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + path
-	return e.Browser(ctx, req, u)
+	return load(ctx, req, u)
 }

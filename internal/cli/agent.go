@@ -38,7 +38,7 @@ It exits at the end of stdin.`,
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-			ex := &workload.Executor{Browser: browserLoader()}
+			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader()}
 			return ctl.Serve(cmd.Context(), env.Stdin, env.Stdout, func(ctx context.Context, op string, body json.RawMessage) (any, error) {
 				switch op {
 				case agentOpPing:

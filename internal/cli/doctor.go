@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -44,7 +45,7 @@ func newDoctorCmd(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
-		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium",
+		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse",
 		Long: `doctor checks everything quicbench needs and says which mode is available:
 root mode (network namespaces, TUN devices, real-time emulator threads) or rootless mode (the
 same inside an unprivileged user namespace, for quicbench emulate) and, if neither, why not.
@@ -202,6 +203,11 @@ func runDoctor(ctx context.Context) doctorReport {
 		add("chromium", checkWarn, "not found: tests with the chromium client (page loads) are unavailable; install chromium")
 	} else {
 		add("chromium", checkOK, "%s", browser)
+	}
+	if inst, err := lighthouse.Find(); err != nil {
+		add("lighthouse", checkWarn, "%v: tests with the lighthouse client (performance scores) are unavailable", err)
+	} else {
+		add("lighthouse", checkOK, "Lighthouse %s (%s) on Node %s (%s)", inst.Version, inst.CLI, inst.NodeVersion, inst.Node)
 	}
 	add("netem", checkInfo, "not needed: quicbench emulates the link in userspace")
 

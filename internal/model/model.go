@@ -31,9 +31,18 @@ func IsQUIC(proto string) bool { return proto == ProtoH3 || proto == ProtoQUIC }
 
 // Client names: who issues the requests of a sample.
 const (
-	ClientBuiltin  = "builtin"  // quicbench's own Go client (net/http, quic-go)
-	ClientChromium = "chromium" // headless Chromium driven over DevTools
+	ClientBuiltin    = "builtin"    // quicbench's own Go client (net/http, quic-go)
+	ClientChromium   = "chromium"   // headless Chromium driven over DevTools
+	ClientLighthouse = "lighthouse" // Lighthouse auditing the page in headless Chromium
 )
+
+// Clients lists every client in documentation order.
+var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse}
+
+// IsBrowser reports whether a client loads pages in a real browser
+// (Chromium, alone or driven by Lighthouse): it runs only page and site
+// tests, speaks h1, h2 and h3, and its samples include the browser's start.
+func IsBrowser(client string) bool { return client == ClientChromium || client == ClientLighthouse }
 
 // Status is the outcome of one sample.
 type Status string
@@ -94,7 +103,7 @@ type Cell struct {
 	Test           string   // latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu
 	Factors        []Factor // grid coordinates and test parameters, in plan order
 	Protocol       string   // one of Protocols
-	Client         string   // ClientBuiltin or ClientChromium
+	Client         string   // ClientBuiltin, ClientChromium or ClientLighthouse
 	CC             string   // TCP congestion control: cubic, bbr, reno
 	Metric         string   // name of the primary metric (a key of Sample.Metrics)
 	Unit           string   // unit of the primary metric, e.g. "ms", "Mbit/s"

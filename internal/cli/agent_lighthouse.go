@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"time"
+
+	"github.com/quicbench/quicbench/browser"
+	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/workload"
+)
+
+// Chromium switches of a Lighthouse sample, beyond the browser package's
+// own. Found by experiment with Lighthouse 12.8.2 and Chromium 156
+// (docs/metrics.md, "Lighthouse"): with RenderDocument on, Time to
+// Interactive collapsed to First Contentful Paint in 7 of 10 loads.
+var (
+	lighthouseDisabledFeatures = []string{"RenderDocument"}
+	lighthouseChromiumArgs     = []string{"--disable-ipc-flooding-protection", "--disable-prompt-on-repost"}
+)
+
+// lighthouseAfterLoad is what a Lighthouse run needs after the page's load
+// within the sample's timeout: at least 5.25 s of network and CPU quiet,
+// then the trace's processing and the audits.
+const lighthouseAfterLoad = 30 * time.Second
+
+// lighthouseLoader returns the agent's Lighthouse sampler. Every sample
+// starts Chromium with a fresh profile (as a chromium sample does, plus a
+// DevTools port on the namespace's loopback and the switches above), runs
+// the Lighthouse CLI against it (node, inside the client namespace like
+// the agent), and closes the browser. Prep is the browser's start; Wall is
+// Lighthouse's whole run (its own tab, the load, the quiet windows, the
+// audits).
+func lighthouseLoader() workload.BrowserLoader {
+	return func(ctx context.Context, req workload.Request, pageURL string) (*workload.Result, error) {
+		inst, err := lighthouse.Find()
+		if err != nil {
+			return nil, err
+		}
+		limit := req.Timeout
+		if limit <= 0 {
+			limit = lighthouse.DefaultTimeout
+		}
+		opts := browser.Options{
+			URL:             pageURL,
+			Protocol:        req.Protocol,
+			SPKIHash:        req.Target.SPKI,
+			RemoteDebugging: true,
+			DisableFeatures: lighthouseDisabledFeatures,
+			ExtraArgs:       lighthouseChromiumArgs,
+		}
+		before := childrenCPU()
+		start := time.Now()
+		s, err := browser.NewSession(ctx, opts)
+		res := &workload.Result{Metrics: map[string]float64{}, Prep: time.Since(start)}
+		if err != nil {
+			return res, err
+		}
+		rep, wall, err := audit(ctx, s, inst, pageURL, limit-res.Prep)
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		after := childrenCPU()
+		if rep == nil {
+			return res, err
+		}
+		fillLighthouse(res, rep, pageURL)
+		res.Wall = wall
+		res.CPU = model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
+		if err != nil {
+			return res, err
+		}
+		var inc *lighthouse.IncompleteError
+		if err := rep.Check(); errors.As(err, &inc) && inc.Err == nil {
+			return res, &workload.InvalidError{Reason: err.Error()}
+		} else if err != nil {
+			return res, err
+		}
+		if err := protocolCheck(rep, req.Protocol, pageURL); err != nil {
+			return res, &workload.InvalidError{Reason: err.Error()}
+		}
+		return res, nil
+	}
+}
+
+// audit runs Lighthouse against the session's browser within limit and
+// returns the report (also with a runtime error), the run's duration and
+// its error.
+func audit(ctx context.Context, s *browser.Session, inst lighthouse.Install, pageURL string, limit time.Duration) (*lighthouse.Report, time.Duration, error) {
+	port, err := s.DevToolsPort()
+	if err != nil {
+		return nil, 0, err
+	}
+	// Lighthouse stops waiting for the load at MaxWaitForLoad and still
+	// needs its quiet windows and audits after it.
+	wait := limit - lighthouseAfterLoad
+	if wait < 10*time.Second {
+		return nil, 0, fmt.Errorf("client lighthouse: a timeout of %v leaves Lighthouse %v for the page's load after the browser's start and the %v it needs after the load: give the test a timeout of at least %v",
+			limit, wait, lighthouseAfterLoad, limit-wait+10*time.Second+time.Second)
+	}
+	start := time.Now()
+	rep, err := lighthouse.Run(ctx, inst, lighthouse.Options{URL: pageURL, Port: port, MaxWaitForLoad: wait, Timeout: limit})
+	return rep, time.Since(start), err
+}
+
+// fillLighthouse turns a Lighthouse report into the sample's metrics
+// (docs/metrics.md, "Lighthouse"), its resources and its negotiated
+// protocol.
+func fillLighthouse(res *workload.Result, rep *lighthouse.Report, pageURL string) {
+	m := res.Metrics
+	for id, name := range map[string]string{
+		lighthouse.AuditFCP: "lh_fcp_ms", lighthouse.AuditSI: "lh_si_ms", lighthouse.AuditLCP: "lh_lcp_ms",
+		lighthouse.AuditTTI: "lh_tti_ms", lighthouse.AuditTBT: "lh_tbt_ms", lighthouse.AuditCLS: "lh_cls",
+	} {
+		if v, ok := rep.MetricValues[id]; ok {
+			m[name] = v
+		}
+	}
+	// Both scores need every metric's score (Lighthouse 12 gives none
+	// when a weighted metric is missing; Check then marks the sample).
+	if len(rep.MetricScores) == len(lighthouse.MetricAudits) {
+		m["lh_score"] = 100 * rep.Score
+		m["lh_study_score"] = 100 * rep.StudyScore
+	}
+	if rep.BenchmarkIndex > 0 {
+		m["lh_benchmark_index"] = rep.BenchmarkIndex
+	}
+	if rep.ObservedLoad > 0 {
+		m["plt_ms"] = rep.ObservedLoad
+	}
+	if rep.ObservedDOMContentLoaded > 0 {
+		m["dcl_ms"] = rep.ObservedDOMContentLoaded
+	}
+	if len(rep.Requests) > 0 {
+		m["resources"] = float64(len(rep.Requests))
+		m["transfer_bytes"] = float64(rep.TotalByteWeight)
+	}
+	res.Bytes = rep.TotalByteWeight
+	base, _ := url.Parse(pageURL)
+	var t0 float64
+	if len(rep.Requests) > 0 {
+		t0 = rep.Requests[0].StartMs
+	}
+	ns := func(ms float64) int64 { return int64(math.Round((ms - t0) * 1e6)) }
+	for _, r := range rep.Requests {
+		name := r.URL
+		if u, err := url.Parse(r.URL); err == nil && base != nil && u.Host == base.Host && u.Scheme == base.Scheme {
+			name = u.EscapedPath()
+			if u.RawQuery != "" {
+				name += "?" + u.RawQuery
+			}
+		}
+		end := r.EndMs
+		if !r.Finished || end < r.StartMs {
+			end = r.StartMs
+		}
+		// The network-requests audit gives no response start: TTFB is left
+		// at the request's end.
+		res.Resources = append(res.Resources, model.Resource{Name: name, Protocol: r.Protocol,
+			Start: ns(r.StartMs), TTFB: ns(end), End: ns(end), Bytes: r.TransferSize})
+	}
+	if len(rep.Requests) > 0 {
+		// The document's connection, as far as Lighthouse tells it.
+		p := rep.Requests[0].Protocol
+		res.Negotiated = model.Negotiated{ALPN: p, HTTPVersion: browser.HTTPVersion(p)}
+	}
+}
+
+// protocolCheck returns a *browser.ProtocolMismatchError when a request
+// to the page's origin used another protocol than proto (requests to
+// other origins and data: URLs are not checked).
+func protocolCheck(rep *lighthouse.Report, proto, pageURL string) error {
+	want, _ := browser.NextHopProtocol(proto)
+	base, err := url.Parse(pageURL)
+	if err != nil {
+		return err
+	}
+	total := 0
+	var bad []browser.Mismatch
+	for _, r := range rep.Requests {
+		u, err := url.Parse(r.URL)
+		if err != nil || u.Scheme != base.Scheme || u.Host != base.Host {
+			continue
+		}
+		total++
+		if r.Protocol != want {
+			bad = append(bad, browser.Mismatch{Name: u.EscapedPath(), Got: r.Protocol})
+		}
+	}
+	if total == 0 {
+		return fmt.Errorf("no request to %s://%s in Lighthouse's network-requests audit", base.Scheme, base.Host)
+	}
+	if len(bad) > 0 {
+		return &browser.ProtocolMismatchError{Want: want, Total: total, Mismatches: bad}
+	}
+	return nil
+}
