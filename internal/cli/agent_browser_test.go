@@ -17,17 +17,25 @@ import (
 // new connection, a warm sample's measured load over one the priming load
 // opened (DevTools' connectionReused, which a cold load never reports).
 // Both record the browser's start as the sample's preparation.
-func TestBrowserLoaderConnection(t *testing.T) {
-	requireChromiumCLI(t)
-	profiles := t.TempDir()
-	t.Setenv("TMPDIR", profiles) // the browser's profiles go here
+// browserTestbed starts the real endpoint server on loopback for browser
+// samples and points TMPDIR, where the browsers' profiles go, at a fresh
+// directory, which it returns.
+func browserTestbed(t *testing.T) (profiles string, target workload.Target) {
+	t.Helper()
+	profiles = t.TempDir()
+	t.Setenv("TMPDIR", profiles)
 	srv, err := endpoint.StartServer(context.Background(), endpoint.ServerConfig{Host: "127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
 	info := srv.Info()
-	target := workload.Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM, SPKI: info.SPKI}
+	return profiles, workload.Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM, SPKI: info.SPKI}
+}
+
+func TestBrowserLoaderConnection(t *testing.T) {
+	requireChromiumCLI(t)
+	profiles, target := browserTestbed(t)
 	ex := &workload.Executor{Browser: browserLoader()}
 	const objects = 4
 	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}

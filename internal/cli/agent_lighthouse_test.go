@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/workload"
@@ -22,15 +21,7 @@ func TestLighthouseLoader(t *testing.T) {
 	if _, err := lighthouse.Find(); err != nil {
 		t.Skipf("Lighthouse is not installed (%v): skipping", err)
 	}
-	profiles := t.TempDir()
-	t.Setenv("TMPDIR", profiles)
-	srv, err := endpoint.StartServer(context.Background(), endpoint.ServerConfig{Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	info := srv.Info()
-	target := workload.Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM, SPKI: info.SPKI}
+	profiles, target := browserTestbed(t)
 	ex := &workload.Executor{Lighthouse: lighthouseLoader()}
 	const objects = 4
 	for _, proto := range []string{model.ProtoH2, model.ProtoH3} {
