@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -189,9 +190,23 @@ func BenchmarkEmulatorCPU(b *testing.B) {
 	b.Run("tcp-paced", func(b *testing.B) {
 		var pct float64
 		for b.Loop() {
-			c := r.cpuTCP(ends.emulated)
+			c := r.cpuTCP(ends.emulated, uint64(cpuLoad/8), "paced")
 			if c.Error != "" {
 				b.Fatal(c.Error)
+			}
+			pct = max(pct, c.CorePercent)
+		}
+		b.ReportMetric(pct, "pct-core")
+	})
+	b.Run("tcp-rate-limited", func(b *testing.B) {
+		var pct float64
+		for b.Loop() {
+			c, err := r.cpuRated(ends.emulated)
+			if err == nil && c.Error != "" {
+				err = errors.New(c.Error)
+			}
+			if err != nil {
+				b.Fatal(err)
 			}
 			pct = max(pct, c.CorePercent)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/internal/child"
 	"github.com/quicbench/quicbench/netns"
@@ -263,14 +264,16 @@ func (r *run) compare(ends *bulkEnds, p string) Goodput {
 const cpuLoad = 100e6
 
 // cpu measures the emulator's CPU while it carries 100 Mbit/s of paced TCP
-// (TSO super-packets one way, ACKs the other) and of UDP datagrams sent one
-// per system call (per-packet work only).
+// (TSO super-packets one way, ACKs the other), of UDP datagrams sent one
+// per system call (per-packet work only), and of unpaced TCP through a
+// 100 Mbit/s rate the emulator enforces itself (every wire packet departs
+// at its own time: one timed wake-up and one write per packet).
 func (r *run) cpu(b *bulkEnd) error {
 	if err := r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed); err != nil {
 		return err
 	}
 	r.progress("emulator CPU: 100 Mbit/s of paced TCP for %v", r.cfg.Duration)
-	r.rep.CPU = append(r.rep.CPU, r.cpuTCP(b))
+	r.rep.CPU = append(r.rep.CPU, r.cpuTCP(b, uint64(cpuLoad/8), "TCP paced at 100 Mbit/s, server to client"))
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -280,21 +283,48 @@ func (r *run) cpu(b *bulkEnd) error {
 		return err
 	}
 	r.rep.CPU = append(r.rep.CPU, c)
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	r.progress("emulator CPU: TCP through %q for %v", cpuRateLink, r.cfg.Duration)
+	c, err = r.cpuRated(b)
+	if err != nil {
+		return err
+	}
+	r.rep.CPU = append(r.rep.CPU, c)
 	return nil
 }
 
-// cpuTCP is the emulator's CPU over a download paced at 100 Mbit/s.
-func (r *run) cpuTCP(b *bulkEnd) CPU {
+// cpuRateLink is the link of the third CPU figure: the emulator paces.
+const cpuRateLink = "rate 100mbit"
+
+// cpuRated is the emulator's CPU over an unpaced TCP download through
+// cpuRateLink in both directions; the run's own links are set again after.
+func (r *run) cpuRated(b *bulkEnd) (CPU, error) {
+	rated, err := spec.Parse(cpuRateLink)
+	if err != nil {
+		return CPU{}, err
+	}
+	if err := r.tb.SetLink(rated, rated, r.cfg.Seed); err != nil {
+		return CPU{}, err
+	}
+	c := r.cpuTCP(b, 0, "TCP unpaced through \""+cpuRateLink+"\" each way, server to client")
+	return c, r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed)
+}
+
+// cpuTCP is the emulator's CPU over a TCP download, paced by the sender at
+// pace bytes/s (0: not paced).
+func (r *run) cpuTCP(b *bulkEnd, pace uint64, load string) CPU {
 	var cpu0, cpu1 time.Duration
 	var t0, t1 time.Time
-	bps, err := b.goodput(r.ctx, protoTCP, r.cfg.Duration, uint64(cpuLoad/8), func(start bool) {
+	bps, err := b.goodput(r.ctx, protoTCP, r.cfg.Duration, pace, func(start bool) {
 		if start {
 			cpu0, t0 = r.tb.ForwarderCPU(), time.Now()
 		} else {
 			cpu1, t1 = r.tb.ForwarderCPU(), time.Now()
 		}
 	})
-	c := CPU{Load: "TCP paced at 100 Mbit/s, server to client", GoodputBps: bps}
+	c := CPU{Load: load, GoodputBps: bps}
 	if err != nil {
 		c.Error = err.Error()
 	} else if t1.After(t0) {

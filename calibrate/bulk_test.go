@@ -100,9 +100,19 @@ func TestBulkEndpointsAreChildProcesses(t *testing.T) {
 			}
 		}
 	}
-	c := r.cpuTCP(ends.emulated)
+	c := r.cpuTCP(ends.emulated, uint64(cpuLoad/8), "paced")
 	if c.Error != "" || c.GoodputBps < 50e6 || c.GoodputBps > 105e6 || c.CorePercent <= 0 {
 		t.Errorf("paced TCP: %+v", c)
+	}
+	// Through the emulator's own 100 Mbit/s, an unpaced sender arrives at
+	// no more than the rate (2% for headers and measurement edges), and the
+	// run's links are back afterwards.
+	c, err = r.cpuRated(ends.emulated)
+	if err != nil || c.Error != "" || c.GoodputBps < 50e6 || c.GoodputBps > 102e6 || c.CorePercent <= 0 {
+		t.Errorf("TCP through %q: %+v, %v", cpuRateLink, c, err)
+	}
+	if up, down, _ := r.tb.Links(); up.String() != r.links[0].String() || down.String() != r.links[1].String() {
+		t.Errorf("links after the rated CPU figure: %q / %q, want %q / %q", up, down, r.links[0], r.links[1])
 	}
 	// The only children left are the two servers.
 	if pids := childPIDs(t); len(pids) != 2 {
