@@ -33,6 +33,21 @@ func browserTestbed(t *testing.T) (profiles string, target workload.Target) {
 	return profiles, workload.Target{Host: "127.0.0.1", Port: info.Port, PlainPort: info.PlainPort, CAPEM: info.CAPEM, SPKI: info.SPKI}
 }
 
+// assertNoProfiles fails the test when a browser profile is left in dir:
+// every sample's browser must have removed its own.
+func assertNoProfiles(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "qb-chromium-") {
+			t.Errorf("profile %s left behind", e.Name())
+		}
+	}
+}
+
 func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
@@ -98,14 +113,5 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {
 		t.Errorf("connection hot: status %s, error %q", res.Status, res.Error)
 	}
-	// Every browser's profile was removed.
-	entries, err := os.ReadDir(profiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "qb-chromium-") {
-			t.Errorf("profile %s left behind", e.Name())
-		}
-	}
+	assertNoProfiles(t, profiles)
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -70,13 +69,5 @@ func TestLighthouseLoader(t *testing.T) {
 			}
 		})
 	}
-	entries, err := os.ReadDir(profiles)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "qb-chromium-") {
-			t.Errorf("profile %s left behind", e.Name())
-		}
-	}
+	assertNoProfiles(t, profiles)
 }
