@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,9 +24,13 @@ const (
 	AuditCLS = "cumulative-layout-shift"
 )
 
-// MetricAudits lists the six metric audits in the order Check examines
-// them.
-var MetricAudits = []string{AuditFCP, AuditSI, AuditLCP, AuditTTI, AuditTBT, AuditCLS}
+// metricAudits lists the six metric audits in the order Check examines
+// them (see MetricAudits).
+var metricAudits = []string{AuditFCP, AuditSI, AuditLCP, AuditTTI, AuditTBT, AuditCLS}
+
+// MetricAudits returns the ids of the six metric audits in the order Check
+// examines them, in a new slice.
+func MetricAudits() []string { return slices.Clone(metricAudits) }
 
 // Other audits Parse reads.
 const (
@@ -33,12 +39,8 @@ const (
 	auditTotalByteWeight = "total-byte-weight"
 )
 
-// StudyWeights are the weights (summing to 100) of the performance score of
-// Lighthouse 6 and 7, which the replicated study used: FCP 15, SI 15,
-// LCP 25, TTI 15, TBT 25, CLS 5. Lighthouse 8 and later weight the metrics
-// differently, and 10 and later drop TTI (see Report.Score). Keyed by
-// audit id; do not modify.
-var StudyWeights = map[string]float64{
+// studyWeights are the weights of Report.StudyScore (see StudyWeights).
+var studyWeights = map[string]float64{
 	AuditFCP: 15,
 	AuditSI:  15,
 	AuditLCP: 25,
@@ -46,6 +48,13 @@ var StudyWeights = map[string]float64{
 	AuditTBT: 25,
 	AuditCLS: 5,
 }
+
+// StudyWeights returns the weights (summing to 100) of the performance
+// score of Lighthouse 6 and 7, which the replicated study used: FCP 15,
+// SI 15, LCP 25, TTI 15, TBT 25, CLS 5, keyed by audit id, in a new map.
+// Lighthouse 8 and later weight the metrics differently, and 10 and later
+// drop TTI (see Report.Score).
+func StudyWeights() map[string]float64 { return maps.Clone(studyWeights) }
 
 // slowLoadWarning is the start of the run warning Lighthouse adds when the
 // page did not finish loading within --max-wait-for-load (its UIString
@@ -77,7 +86,7 @@ type Report struct {
 	FCP, SI, LCP, TTI, TBT float64
 	CLS                    float64
 
-	// MetricValues maps each of the six metric audit ids (MetricAudits)
+	// MetricValues maps each of the six metric audit ids (MetricAudits())
 	// whose numericValue Lighthouse gave to that value; a missing key is a
 	// metric Lighthouse could not compute.
 	MetricValues map[string]float64
@@ -93,7 +102,7 @@ type Report struct {
 	// (FCP 10, SI 10, LCP 25, TBT 30, CLS 25) rounded to two decimals. 0
 	// when Lighthouse gave none (a weighted metric failed; Check says so).
 	Score float64
-	// StudyScore is the weighted mean of MetricScores with StudyWeights,
+	// StudyScore is the weighted mean of MetricScores with StudyWeights(),
 	// not rounded. 0 when a metric has no score (Check says so).
 	StudyScore float64
 
@@ -234,7 +243,7 @@ func Parse(data []byte) (*Report, error) {
 	if l.Audits == nil {
 		return nil, errors.New("lighthouse report: no audits")
 	}
-	for _, id := range MetricAudits {
+	for _, id := range metricAudits {
 		if l.Audits[id] == nil {
 			return nil, fmt.Errorf("lighthouse report: no audits[%q]", id)
 		}
@@ -271,7 +280,7 @@ func Parse(data []byte) (*Report, error) {
 	}
 
 	fields := map[string]*float64{AuditFCP: &r.FCP, AuditSI: &r.SI, AuditLCP: &r.LCP, AuditTTI: &r.TTI, AuditTBT: &r.TBT, AuditCLS: &r.CLS}
-	for _, id := range MetricAudits {
+	for _, id := range metricAudits {
 		a := l.Audits[id]
 		if a.NumericValue != nil {
 			r.MetricValues[id] = *a.NumericValue
@@ -284,7 +293,7 @@ func Parse(data []byte) (*Report, error) {
 			r.AuditErrors[id] = a.ErrorMessage
 		}
 	}
-	if s, err := WeightedScore(r.MetricScores, StudyWeights); err == nil {
+	if s, err := WeightedScore(r.MetricScores, studyWeights); err == nil {
 		r.StudyScore = s
 	}
 
@@ -408,7 +417,7 @@ func WeightedScore(scores, weights map[string]float64) (float64, error) {
 // *IncompleteError naming the first problem among, in this order: a
 // runtime error (the error then unwraps to the *RuntimeError); a run
 // warning saying that the page loaded too slowly to finish within the time
-// limit (Lighthouse still exits 0 then); a metric audit (MetricAudits
+// limit (Lighthouse still exits 0 then); a metric audit (MetricAudits()
 // order) without numericValue or score; no network requests; a request that
 // did not finish.
 func (r *Report) Check() error {
@@ -420,7 +429,7 @@ func (r *Report) Check() error {
 			return &IncompleteError{Reason: "run warning: " + w}
 		}
 	}
-	for _, id := range MetricAudits {
+	for _, id := range metricAudits {
 		_, hasValue := r.MetricValues[id]
 		_, hasScore := r.MetricScores[id]
 		what := ""

@@ -130,7 +130,7 @@ func TestParseValues(t *testing.T) {
 			if got != w.metrics {
 				t.Errorf("metrics %v, want %v", got, w.metrics)
 			}
-			for i, id := range MetricAudits {
+			for i, id := range MetricAudits() {
 				if v, ok := r.MetricValues[id]; !ok || v != w.metrics[i] {
 					t.Errorf("MetricValues[%s] = %v, %v; want %v", id, v, ok, w.metrics[i])
 				}
@@ -195,7 +195,7 @@ func TestParseMatchesJSON(t *testing.T) {
 			}
 			r := parseFixture(t, name)
 			fields := map[string]float64{AuditFCP: r.FCP, AuditSI: r.SI, AuditLCP: r.LCP, AuditTTI: r.TTI, AuditTBT: r.TBT, AuditCLS: r.CLS}
-			for _, id := range MetricAudits {
+			for _, id := range MetricAudits() {
 				a := audit(m, id)
 				v, hasV := num(a["numericValue"])
 				if got, ok := r.MetricValues[id]; ok != hasV || got != v || fields[id] != v {
@@ -289,7 +289,7 @@ func TestWeightedScoreReproducesLighthouse(t *testing.T) {
 			t.Errorf("%s: weighted auditRefs %v rounds to %v, not Lighthouse's %v", name, got, math.Round(got*100)/100, want)
 		}
 		r := parseFixture(t, name)
-		study, err := WeightedScore(r.MetricScores, StudyWeights)
+		study, err := WeightedScore(r.MetricScores, StudyWeights())
 		if err != nil || study != r.StudyScore {
 			t.Errorf("%s: WeightedScore(MetricScores, StudyWeights) = %v, %v; StudyScore %v", name, study, err, r.StudyScore)
 		}
@@ -297,12 +297,25 @@ func TestWeightedScoreReproducesLighthouse(t *testing.T) {
 }
 
 func TestStudyWeights(t *testing.T) {
+	w := StudyWeights()
 	var total float64
-	for _, id := range MetricAudits {
-		total += StudyWeights[id]
+	for _, id := range MetricAudits() {
+		total += w[id]
 	}
-	if total != 100 || len(StudyWeights) != 6 {
-		t.Errorf("StudyWeights %v sum to %v", StudyWeights, total)
+	if total != 100 || len(w) != 6 {
+		t.Errorf("StudyWeights() %v sum to %v", w, total)
+	}
+	// The accessors return copies: changing them changes nothing in the
+	// package.
+	w[AuditFCP] = 1000
+	ids := MetricAudits()
+	ids[0] = "changed"
+	if StudyWeights()[AuditFCP] != 15 || MetricAudits()[0] != AuditFCP {
+		t.Errorf("StudyWeights() or MetricAudits() returned the package's own: %v, %v", StudyWeights(), MetricAudits())
+	}
+	r := parseFixture(t, "b-h2.json")
+	if want, err := WeightedScore(r.MetricScores, map[string]float64{AuditFCP: 15, AuditSI: 15, AuditLCP: 25, AuditTTI: 15, AuditTBT: 25, AuditCLS: 5}); err != nil || r.StudyScore != want {
+		t.Errorf("after changing a copy, StudyScore %v, want %v (%v)", r.StudyScore, want, err)
 	}
 }
 

@@ -23,6 +23,11 @@ import (
 // for 5.25 s of network and CPU quiet, then gathers and audits.
 const DefaultTimeout = 2 * time.Minute
 
+// defaultMaxWaitForLoad is Lighthouse's own --max-wait-for-load, which
+// applies when Options.MaxWaitForLoad is 0 (maxWaitForLoad in
+// core/config/constants.js).
+const defaultMaxWaitForLoad = 45 * time.Second
+
 // stderrTail is how many bytes of node's stderr Run keeps for its errors.
 const stderrTail = 4 << 10
 
@@ -49,7 +54,8 @@ type Options struct {
 	MaxWaitForLoad time.Duration
 	// Timeout bounds the whole run; 0 means DefaultTimeout. When it
 	// expires, node's process group is killed and Run returns a
-	// *TimeoutError. It must exceed MaxWaitForLoad.
+	// *TimeoutError. It must exceed MaxWaitForLoad (Lighthouse's default,
+	// 45 s, when MaxWaitForLoad is 0).
 	Timeout time.Duration
 	// Stderr receives node's stderr (nil discards it). Run keeps the last
 	// few KB for its error messages anyway.
@@ -119,6 +125,9 @@ func (o Options) validate(inst Install) (Options, error) {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MaxWaitForLoad == 0 && defaultMaxWaitForLoad >= o.Timeout {
+		return o, fmt.Errorf("lighthouse: option Timeout %v does not exceed Lighthouse's default MaxWaitForLoad %v (MaxWaitForLoad is 0)", o.Timeout, defaultMaxWaitForLoad)
 	}
 	if o.MaxWaitForLoad >= o.Timeout {
 		return o, fmt.Errorf("lighthouse: option Timeout %v does not exceed MaxWaitForLoad %v", o.Timeout, o.MaxWaitForLoad)

@@ -92,6 +92,7 @@ func TestRunValidation(t *testing.T) {
 		{"negative timeout", inst, func(o *Options) { o.Timeout = -time.Second }, "option Timeout: negative"},
 		{"timeout too short", inst, func(o *Options) { o.MaxWaitForLoad = time.Minute; o.Timeout = 30 * time.Second }, "does not exceed MaxWaitForLoad"},
 		{"default timeout too short", inst, func(o *Options) { o.MaxWaitForLoad = DefaultTimeout }, "does not exceed MaxWaitForLoad"},
+		{"timeout within Lighthouse's default wait", inst, func(o *Options) { o.Timeout = 45 * time.Second }, "option Timeout 45s does not exceed Lighthouse's default MaxWaitForLoad 45s"},
 	}
 	for _, c := range cases {
 		o := ok
@@ -189,7 +190,7 @@ cat %s
 	if _, err := fmt.Sscanf(lines[len(want)], "pgid=%d pid=%d", &pgid, &pid); err != nil || pgid != pid {
 		t.Errorf("process group: %q (%v)", lines[len(want)], err)
 	}
-	for _, a := range want {
+	for _, a := range lines {
 		if strings.HasPrefix(a, "--hostname") {
 			t.Errorf("hostname set: %s", a)
 		}
@@ -327,15 +328,16 @@ func waitChildGone(t *testing.T, pidFile string) {
 	}
 }
 
-func waitFile(t *testing.T, name string) {
-	t.Helper()
+// waitFile waits up to 10 s for name to exist. It does not use t: it runs
+// in a goroutine of its own.
+func waitFile(name string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := os.Stat(name); err == nil {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", name)
+			return fmt.Errorf("%s never appeared", name)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -344,7 +346,7 @@ func waitFile(t *testing.T, name string) {
 func TestRunTimeout(t *testing.T) {
 	inst, pidFile := startHanging(t)
 	start := time.Now()
-	rep, err := Run(context.Background(), inst, Options{URL: "https://127.0.0.1/", Port: fakeDevTools(t), Timeout: 1500 * time.Millisecond})
+	rep, err := Run(context.Background(), inst, Options{URL: "https://127.0.0.1/", Port: fakeDevTools(t), MaxWaitForLoad: time.Second, Timeout: 1500 * time.Millisecond})
 	elapsed := time.Since(start)
 	var te *TimeoutError
 	if !errors.As(err, &te) || rep != nil {
@@ -365,11 +367,16 @@ func TestRunTimeout(t *testing.T) {
 func TestRunContextCancel(t *testing.T) {
 	inst, pidFile := startHanging(t)
 	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
 	go func() {
-		waitFile(t, pidFile)
+		// Cancels also when the child never started, so that Run returns.
+		waited <- waitFile(pidFile)
 		cancel()
 	}()
 	rep, err := Run(ctx, inst, Options{URL: "https://127.0.0.1/", Port: fakeDevTools(t)})
+	if werr := <-waited; werr != nil {
+		t.Fatal(werr)
+	}
 	if !errors.Is(err, context.Canceled) || rep != nil {
 		t.Fatalf("Run = %v, %v; want context.Canceled", rep, err)
 	}
