@@ -126,8 +126,8 @@ type Options struct {
 	Output io.Writer
 }
 
-// wantProtocol maps a quicbench protocol to the nextHopProtocol Chromium
-// reports for it.
+// NextHopProtocol maps a quicbench protocol to the nextHopProtocol
+// Chromium reports for it; false for a protocol Chromium does not speak.
 func NextHopProtocol(proto string) (string, bool) {
 	switch proto {
 	case model.ProtoH1, model.ProtoH1C:
@@ -140,7 +140,8 @@ func NextHopProtocol(proto string) (string, bool) {
 	return "", false
 }
 
-// httpVersion maps an ALPN id to the HTTP version string of model.Negotiated.
+// HTTPVersion maps an ALPN id to the HTTP version string of
+// model.Negotiated ("" for an unknown id).
 func HTTPVersion(alpn string) string {
 	switch alpn {
 	case "http/1.1":

@@ -30,6 +30,7 @@ type doc struct {
 	protocols         []string
 	clients           []string
 	ccs               []string
+	timeoutAt         scalarAt // where timeout is set; zero when it is not
 	protoPos          pos
 	clientPos         pos
 	scenarios         []scenDoc
@@ -72,11 +73,18 @@ type testDoc struct {
 	iterations int // 0: the plan's
 	warmup     *bool
 	timeout    time.Duration // 0: the plan's
+	timeoutAt  scalarAt      // where timeout is set
 	protocols  []string      // nil: the plan's
 	clients    []string      // nil: the plan's
 	scenarios  []string      // nil: every scenario
 	scenAt     []pos
 	params     []paramVals // as written, in the test's canonical parameter order
+}
+
+// scalarAt is a scalar of the plan text as written and where it is.
+type scalarAt struct {
+	at   pos
+	text string
 }
 
 type paramVals struct {
@@ -405,6 +413,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 	if v, ok := f["timeout"]; ok {
 		if t, ok := d.duration(v.val, "timeout", time.Second, 24*time.Hour); ok {
 			out.timeout = t
+			out.timeoutAt = scalarAt{at(v.val), v.val.Value}
 		}
 	}
 	if v, ok := f["protocols"]; ok {
@@ -734,6 +743,7 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 		if v, ok := f["timeout"]; ok {
 			if tt, ok := d.duration(v.val, path+".timeout", time.Second, 24*time.Hour); ok {
 				t.timeout = tt
+				t.timeoutAt = scalarAt{at(v.val), v.val.Value}
 			}
 		}
 		if v, ok := f["protocols"]; ok {

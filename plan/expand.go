@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -579,6 +580,10 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 		}
 	}
 
+	if slices.Contains(ep.clients, model.ClientLighthouse) && !e.lighthouseTimeout(t, path, label) {
+		return ep, false
+	}
+
 	// protocols per client and parameter combination
 	for _, client := range ep.clients {
 		var base, dropped []string
@@ -636,6 +641,28 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 		}
 	}
 	return ep, true
+}
+
+// lighthouseTimeout checks the timeout of a test entry that runs the
+// lighthouse client against LighthouseMinTimeout. A test's own timeout is
+// reported where the test sets it, the plan's where the plan does (the
+// default is long enough).
+func (e *expander) lighthouseTimeout(t *testDoc, path, label string) bool {
+	timeout, set, where := e.p.d.timeout, e.p.d.timeoutAt, "timeout"
+	if t.timeout > 0 {
+		timeout, set, where = t.timeout, t.timeoutAt, path+".timeout"
+	}
+	if timeout >= LighthouseMinTimeout {
+		return true
+	}
+	msg := fmt.Sprintf("the lighthouse client needs a timeout of at least %s: 1s for the browser's start, 10s for the page's load and 30s for Lighthouse's work after the load",
+		formatDuration(LighthouseMinTimeout))
+	if t.timeout == 0 {
+		msg = fmt.Sprintf("%s runs the lighthouse client, which %s; raise the plan's timeout or give the test one of its own",
+			label, strings.TrimPrefix(msg, "the lighthouse client "))
+	}
+	e.failAt(set.at, where, set.text, msg)
+	return false
 }
 
 func factorValue(fs []model.Factor, name string) string {

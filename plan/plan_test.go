@@ -271,6 +271,24 @@ tests:
     client: lighthouse
     params: {site: site-39x3mb, connection: [cold, warm]}
 `, `plan.yaml:4:5: tests[0]: no protocol can run site site=site-39x3mb,connection=warm with client lighthouse: the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures); use client chromium for connection warm`},
+		{"lighthouse test timeout too short", `
+scenarios: [{name: a}]
+tests:
+  - test: page
+    client: [chromium, lighthouse]
+    timeout: 40s
+`, `plan.yaml:6:14: tests[0].timeout: "40s": the lighthouse client needs a timeout of at least 41s: 1s for the browser's start, 10s for the page's load and 30s for Lighthouse's work after the load`},
+		{"lighthouse plan timeout too short", `
+timeout: 40500ms
+client: [builtin, lighthouse]
+scenarios: [{name: a}]
+tests:
+  - test: ttfb
+  - test: page
+    client: chromium
+  - test: site
+    params: {site: site-19x1mb}
+`, `plan.yaml:2:10: timeout: "40500ms": tests[2] (site) runs the lighthouse client, which needs a timeout of at least 41s: 1s for the browser's start, 10s for the page's load and 30s for Lighthouse's work after the load; raise the plan's timeout or give the test one of its own`},
 		{"unknown client", `
 client: lightouse
 scenarios: [{name: a}]
@@ -515,6 +533,41 @@ tests:
 	if ec-cc != estLighthouseWork {
 		t.Errorf("lighthouse sample estimated %v, chromium %v: want a difference of %v", ec, cc, estLighthouseWork)
 	}
+}
+
+// TestLighthouseMinTimeout: a lighthouse cell's timeout may be exactly
+// LighthouseMinTimeout, set on the test or on the plan; a test's own
+// timeout overrides a shorter one of the plan's, which the tests without
+// the lighthouse client keep.
+func TestLighthouseMinTimeout(t *testing.T) {
+	p := mustParse(t, `
+timeout: 10s
+scenarios: [{name: a}]
+tests:
+  - test: page
+    client: [chromium, lighthouse]
+    timeout: 41s
+  - test: ttfb
+`)
+	cells, err := p.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cells {
+		want := 10 * time.Second
+		if c.Test == "page" {
+			want = LighthouseMinTimeout
+		}
+		if got := p.TimeoutFor(&c); got != want {
+			t.Errorf("%s: timeout %v, want %v", c.Key, got, want)
+		}
+	}
+	mustParse(t, `
+timeout: 41s
+client: lighthouse
+scenarios: [{name: a}]
+tests: [{test: page}]
+`)
 }
 
 func TestHash(t *testing.T) {

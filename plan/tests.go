@@ -143,6 +143,13 @@ const (
 	LighthouseUnit   = "points"
 )
 
+// LighthouseMinTimeout is the shortest per-sample timeout of a lighthouse
+// cell. The agent tells Lighthouse to stop waiting for the page's load 30 s
+// before the sample's timeout ends (after the browser's start): it needs
+// 5.25 s of network and CPU quiet after the load, then audits. The minimum
+// leaves 10 s for the load and 1 s for the browser's start.
+const LighthouseMinTimeout = 41 * time.Second
+
 // primary returns the primary metric of the test's cells for a client: the
 // test's own, except for the lighthouse client, whose cells compare
 // Lighthouse's performance score (higher is better).

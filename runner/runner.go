@@ -403,7 +403,8 @@ func (r *run) recordEnv(ctx context.Context, first bool) error {
 // Chromium the same way (the same binary search, the same DevTools version
 // call), inside the client namespace, and finds Lighthouse the same way; a
 // resumed run refuses other versions than those its earlier samples were
-// taken with.
+// taken with. When Lighthouse is not found, a run warning says so and the
+// Chromium version alone is recorded and checked.
 func (r *run) recordBrowser(ctx context.Context) error {
 	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
 		return nil
@@ -414,11 +415,15 @@ func (r *run) recordBrowser(ctx context.Context) error {
 		return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the Chromium version could not be read: "+err.Error())
 	}
 	if slices.ContainsFunc(r.cells, func(c model.Cell) bool { return c.Client == model.ClientLighthouse }) {
-		inst, err := lighthouse.Find()
-		if err != nil {
-			return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the lighthouse samples will fail: "+err.Error())
+		if inst, err := lighthouse.Find(); err != nil {
+			// The lighthouse samples will fail with the cause; the
+			// Chromium samples go on with their browser checked.
+			if err := r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the lighthouse samples will fail: "+err.Error()); err != nil {
+				return err
+			}
+		} else {
+			v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
 		}
-		v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
 	}
 	old, err := r.db.RunBrowser(ctx, r.runRec.ID)
 	if err != nil {

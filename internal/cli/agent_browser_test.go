@@ -12,11 +12,6 @@ import (
 	"github.com/quicbench/quicbench/workload"
 )
 
-// TestBrowserLoaderConnection takes page samples in real Chromium through
-// the agent's executor over loopback: a cold sample's document comes over a
-// new connection, a warm sample's measured load over one the priming load
-// opened (DevTools' connectionReused, which a cold load never reports).
-// Both record the browser's start as the sample's preparation.
 // browserTestbed starts the real endpoint server on loopback for browser
 // samples and points TMPDIR, where the browsers' profiles go, at a fresh
 // directory, which it returns.
@@ -34,7 +29,9 @@ func browserTestbed(t *testing.T) (profiles string, target workload.Target) {
 }
 
 // assertNoProfiles fails the test when a browser profile is left in dir:
-// every sample's browser must have removed its own.
+// every sample's browser must have removed its own, and no Chromium may
+// have been launched by Lighthouse's chrome-launcher (whose profiles are
+// lighthouse.* directories in TMPDIR).
 func assertNoProfiles(t *testing.T, dir string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -42,12 +39,17 @@ func assertNoProfiles(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "qb-chromium-") {
+		if strings.HasPrefix(e.Name(), "qb-chromium-") || strings.HasPrefix(e.Name(), "lighthouse.") {
 			t.Errorf("profile %s left behind", e.Name())
 		}
 	}
 }
 
+// TestBrowserLoaderConnection takes page samples in real Chromium through
+// the agent's executor over loopback: a cold sample's document comes over a
+// new connection, a warm sample's measured load over one the priming load
+// opened (DevTools' connectionReused, which a cold load never reports).
+// Both record the browser's start as the sample's preparation.
 func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)

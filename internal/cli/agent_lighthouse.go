@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -28,16 +30,28 @@ var (
 // then the trace's processing and the audits.
 const lighthouseAfterLoad = 30 * time.Second
 
+// lighthouseMinLoad is the shortest wait for the page's load a sample gives
+// Lighthouse: what plan.LighthouseMinTimeout leaves after
+// lighthouseAfterLoad and the 1 s it allows for the browser's start.
+const lighthouseMinLoad = plan.LighthouseMinTimeout - lighthouseAfterLoad - time.Second
+
 // lighthouseLoader returns the agent's Lighthouse sampler. Every sample
 // starts Chromium with a fresh profile (as a chromium sample does, plus a
 // DevTools port on the namespace's loopback and the switches above), runs
 // the Lighthouse CLI against it (node, inside the client namespace like
 // the agent), and closes the browser. Prep is the browser's start; Wall is
 // Lighthouse's whole run (its own tab, the load, the quiet windows, the
-// audits).
+// audits). Lighthouse is looked for once, at the first sample.
 func lighthouseLoader() workload.BrowserLoader {
+	return newLighthouseLoader(lighthouse.Find)
+}
+
+// newLighthouseLoader is lighthouseLoader with the function that finds
+// Lighthouse, which it calls at most once.
+func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.BrowserLoader {
+	find = sync.OnceValues(find)
 	return func(ctx context.Context, req workload.Request, pageURL string) (*workload.Result, error) {
-		inst, err := lighthouse.Find()
+		inst, err := find()
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +74,7 @@ func lighthouseLoader() workload.BrowserLoader {
 		if err != nil {
 			return res, err
 		}
-		rep, wall, err := audit(ctx, s, inst, pageURL, limit-res.Prep)
+		rep, wall, err := audit(ctx, s, inst, pageURL, limit, res.Prep)
 		if cerr := s.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -87,24 +101,37 @@ func lighthouseLoader() workload.BrowserLoader {
 	}
 }
 
-// audit runs Lighthouse against the session's browser within limit and
-// returns the report (also with a runtime error), the run's duration and
-// its error.
-func audit(ctx context.Context, s *browser.Session, inst lighthouse.Install, pageURL string, limit time.Duration) (*lighthouse.Report, time.Duration, error) {
+// audit runs Lighthouse against the session's browser within what the
+// sample's timeout leaves after the browser's start (prep) and returns the
+// report (also with a runtime error), the run's duration and its error.
+func audit(ctx context.Context, s *browser.Session, inst lighthouse.Install, pageURL string, timeout, prep time.Duration) (*lighthouse.Report, time.Duration, error) {
+	wait, err := lighthouseWait(timeout, prep)
+	if err != nil {
+		return nil, 0, err
+	}
 	port, err := s.DevToolsPort()
 	if err != nil {
 		return nil, 0, err
 	}
-	// Lighthouse stops waiting for the load at MaxWaitForLoad and still
-	// needs its quiet windows and audits after it.
-	wait := limit - lighthouseAfterLoad
-	if wait < 10*time.Second {
-		return nil, 0, fmt.Errorf("client lighthouse: a timeout of %v leaves Lighthouse %v for the page's load after the browser's start and the %v it needs after the load: give the test a timeout of at least %v",
-			limit, wait, lighthouseAfterLoad, limit-wait+10*time.Second+time.Second)
-	}
 	start := time.Now()
-	rep, err := lighthouse.Run(ctx, inst, lighthouse.Options{URL: pageURL, Port: port, MaxWaitForLoad: wait, Timeout: limit})
+	rep, err := lighthouse.Run(ctx, inst, lighthouse.Options{URL: pageURL, Port: port, MaxWaitForLoad: wait, Timeout: timeout - prep})
 	return rep, time.Since(start), err
+}
+
+// lighthouseWait returns Lighthouse's MaxWaitForLoad for a sample whose
+// timeout is timeout and whose browser took prep to start: Lighthouse
+// stops waiting for the load then and still needs lighthouseAfterLoad for
+// its quiet windows and audits. It fails when that leaves less than
+// lighthouseMinLoad for the load (the plan's check lets no timeout under
+// plan.LighthouseMinTimeout through, but the browser can start slowly).
+func lighthouseWait(timeout, prep time.Duration) (time.Duration, error) {
+	wait := timeout - prep - lighthouseAfterLoad
+	if wait < lighthouseMinLoad {
+		need := max(plan.LighthouseMinTimeout, (prep + lighthouseAfterLoad + lighthouseMinLoad + time.Second - 1).Truncate(time.Second))
+		return 0, fmt.Errorf("client lighthouse: the sample's timeout of %v, less the browser's start (%v) and the %v Lighthouse needs after the load, leaves %v for the page's load, less than the %v minimum: give the test a timeout of at least %v",
+			timeout, prep.Round(time.Millisecond), lighthouseAfterLoad, wait.Round(time.Millisecond), lighthouseMinLoad, need)
+	}
+	return wait, nil
 }
 
 // fillLighthouse turns a Lighthouse report into the sample's metrics
@@ -122,8 +149,9 @@ func fillLighthouse(res *workload.Result, rep *lighthouse.Report, pageURL string
 	}
 	// Both scores need every metric's score (Lighthouse 12 gives none
 	// when a weighted metric is missing; Check then marks the sample).
-	if len(rep.MetricScores) == len(lighthouse.MetricAudits) {
-		m["lh_score"] = 100 * rep.Score
+	if len(rep.MetricScores) == len(lighthouse.MetricAudits()) {
+		// Lighthouse gives the score with two decimals: whole points.
+		m["lh_score"] = math.Round(100 * rep.Score)
 		m["lh_study_score"] = 100 * rep.StudyScore
 	}
 	if rep.BenchmarkIndex > 0 {
@@ -141,9 +169,13 @@ func fillLighthouse(res *workload.Result, rep *lighthouse.Report, pageURL string
 	}
 	res.Bytes = rep.TotalByteWeight
 	base, _ := url.Parse(pageURL)
+	// The requests come in Lighthouse's record order, not sorted by
+	// start: the earliest start is the zero point.
 	var t0 float64
-	if len(rep.Requests) > 0 {
-		t0 = rep.Requests[0].StartMs
+	for i, r := range rep.Requests {
+		if i == 0 || r.StartMs < t0 {
+			t0 = r.StartMs
+		}
 	}
 	ns := func(ms float64) int64 { return int64(math.Round((ms - t0) * 1e6)) }
 	for _, r := range rep.Requests {
