@@ -65,3 +65,39 @@ func lateness(due, now emu.Time) uint64 { return uint64(max(int64(now-due), 0)) 
 // dueBy reports whether the pipeline's next departure (d, ok) is due at
 // now, which interrupts a read batch.
 func dueBy(now, d emu.Time, ok bool) bool { return ok && d <= now }
+
+// readState spares a forwarding thread the reads that would only find its
+// input empty: after a read batch that ended on an empty input, and after
+// a ppoll that returned with the input not readable, the thread serves its
+// departures and goes to sleep without reading first. ppoll is level
+// triggered, so a packet that arrives meanwhile ends that sleep at once:
+// nothing waits longer, and an idle input costs no read system call.
+type readState struct {
+	skip bool // the input was just seen empty
+}
+
+// shouldRead reports whether the thread reads its input now. A skip holds
+// for one pass of the loop only.
+func (r *readState) shouldRead() bool {
+	if r.skip {
+		r.skip = false
+		return false
+	}
+	return true
+}
+
+// read records a read batch that took n packets and ended on an empty
+// input (empty) or not (batch limit, departure due). It returns whether
+// the thread serves its departures and comes back (n > 0) rather than
+// plan its sleep.
+func (r *readState) read(n int, empty bool) bool {
+	if n == 0 {
+		return false
+	}
+	r.skip = empty
+	return true
+}
+
+// woke records a return from ppoll: inputReady when the input device had
+// events (or ppoll failed, so that nothing is assumed).
+func (r *readState) woke(inputReady bool) { r.skip = !inputReady }

@@ -114,3 +114,65 @@ func TestDueBy(t *testing.T) {
 		t.Fatal("dueBy")
 	}
 }
+
+// TestReadState follows the forwarding loop's read decisions through the
+// sequences it meets, one read system call at a time.
+func TestReadState(t *testing.T) {
+	type step struct {
+		op   string // "should", "read" (n, flag: empty), "woke" (flag: input ready)
+		n    int
+		flag bool
+		want bool
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"a fresh thread reads", []step{{op: "should", want: true}}},
+		{"one arrival: read it, serve, then sleep without a second read", []step{
+			{op: "woke", flag: true},
+			{op: "should", want: true},
+			{op: "read", n: 1, flag: true, want: true},
+			{op: "should", want: false},
+			{op: "woke", flag: true},
+			{op: "should", want: true},
+		}},
+		{"a batch cut short by a due departure reads again", []step{
+			{op: "should", want: true},
+			{op: "read", n: 8, flag: false, want: true},
+			{op: "should", want: true},
+		}},
+		{"an empty read plans the sleep", []step{
+			{op: "should", want: true},
+			{op: "read", n: 0, flag: true, want: false},
+			{op: "should", want: true},
+		}},
+		{"a timed wake-up with the input quiet serves without reading", []step{
+			{op: "woke", flag: false},
+			{op: "should", want: false},
+			{op: "should", want: true}, // the skip holds one pass only
+		}},
+		{"a failed or interrupted ppoll assumes nothing", []step{
+			{op: "read", n: 3, flag: true, want: true},
+			{op: "woke", flag: true},
+			{op: "should", want: true},
+		}},
+	} {
+		var r readState
+		for i, s := range tc.steps {
+			var got bool
+			switch s.op {
+			case "should":
+				got = r.shouldRead()
+			case "read":
+				got = r.read(s.n, s.flag)
+			case "woke":
+				r.woke(s.flag)
+				continue
+			}
+			if got != s.want {
+				t.Errorf("%s: step %d (%s): got %v, want %v", tc.name, i, s.op, got, s.want)
+			}
+		}
+	}
+}
