@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"time"
 
+	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/endpoint/certs"
+	"github.com/quicbench/quicbench/forward"
 	"github.com/quicbench/quicbench/internal/child"
 	"github.com/quicbench/quicbench/netns"
 )
@@ -132,7 +135,12 @@ func (b *bulkEnd) goodput(ctx context.Context, proto string, d time.Duration, pa
 			}
 		case bulkEventResult:
 			if ev.Error != "" {
-				return 0, errors.New(ev.Error)
+				select {
+				case <-b.srv.Exited():
+					return 0, fmt.Errorf("%s (the bulk server has exited: %s)", ev.Error, b.srv.Describe())
+				default:
+					return 0, errors.New(ev.Error)
+				}
 			}
 			return ev.Bps, nil
 		default:
@@ -151,11 +159,17 @@ type bulkProc struct {
 // startBulkProc starts `exe calibrate-bulk role` in side s's namespace of e
 // and writes cfg to its stdin. ctx kills it.
 func startBulkProc(ctx context.Context, e doer, s netns.Side, exe, role string, cfg any) (*bulkProc, error) {
+	return startBulkCmd(e.Command(ctx, s, exe, BulkCommand, role), role, cfg)
+}
+
+// startBulkCmd starts cmd, a calibrate-bulk child in the given role, and
+// writes cfg to its stdin.
+func startBulkCmd(cmd *exec.Cmd, role string, cfg any) (*bulkProc, error) {
 	line, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	c, err := child.Start(e.Command(ctx, s, exe, BulkCommand, role))
+	c, err := child.Start(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -170,13 +184,22 @@ func startBulkProc(ctx context.Context, e doer, s netns.Side, exe, role string, 
 // bulkEnds are the servers of both paths.
 type bulkEnds struct{ veth, emulated *bulkEnd }
 
+// exe is the executable of the run's children: Config.Exe, or this one.
+func (r *run) exe() (string, error) {
+	if r.cfg.Exe != "" {
+		return r.cfg.Exe, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("the executable to start children with: %w", err)
+	}
+	return exe, nil
+}
+
 func (r *run) startBulkEnds() (*bulkEnds, error) {
-	exe := r.cfg.Exe
-	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			return nil, fmt.Errorf("bulk endpoints: the executable to start: %w", err)
-		}
+	exe, err := r.exe()
+	if err != nil {
+		return nil, fmt.Errorf("bulk endpoints: %w", err)
 	}
 	v, err := startBulkEnd(r.ctx, r.veth, exe, r.cfg.CC)
 	if err != nil {
@@ -213,7 +236,7 @@ func (r *run) throughput() error {
 		}
 		r.rep.Goodput = append(r.rep.Goodput, g)
 	}
-	return r.cpu(ends.emulated)
+	return r.cpu(ends)
 }
 
 // compare runs one transfer of proto over the veth pair, then one through
@@ -263,44 +286,93 @@ func (r *run) compare(ends *bulkEnds, p string) Goodput {
 // cpuLoad is the fixed load of the CPU figures, in bit/s.
 const cpuLoad = 100e6
 
-// cpu measures the emulator's CPU while it carries 100 Mbit/s of paced TCP
-// (TSO super-packets one way, ACKs the other), of UDP datagrams sent one
-// per system call (per-packet work only), and of unpaced TCP through a
-// 100 Mbit/s rate the emulator enforces itself (every wire packet departs
-// at its own time: one timed wake-up and one write per packet).
-func (r *run) cpu(b *bulkEnd) error {
-	if err := r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed); err != nil {
-		return err
-	}
-	r.progress("emulator CPU: 100 Mbit/s of paced TCP for %v", r.cfg.Duration)
-	r.rep.CPU = append(r.rep.CPU, r.cpuTCP(b, uint64(cpuLoad/8), "TCP paced at 100 Mbit/s, server to client"))
-	if err := r.ctx.Err(); err != nil {
-		return err
-	}
-	r.progress("emulator CPU: 100 Mbit/s of UDP datagrams for %v", r.cfg.Duration)
-	c, err := r.cpuUDP()
+// cpu measures what the emulator costs the machine while it carries
+// 100 Mbit/s, each load also carried over the veth pair in the same run,
+// and each measured as the CPU it takes from a soaker (soak.go):
+//
+//   - paced TCP (TSO super-packets one way, ACKs the other) and UDP
+//     datagrams sent one per system call (per-packet work only), through
+//     a link with no impairment, against the plain veth pair: the cost of
+//     forwarding;
+//   - unpaced TCP through "rate 100mbit" each way, against the veth pair
+//     shaped by the kernel's tbf at the same rate: the cost of a rate
+//     enforced in user space, one timed departure per wire packet;
+//   - paced TCP through the run's own links, when they impair: there is no
+//     kernel equivalent here (no netem) to compare with, so this figure has
+//     no baseline, and its endpoints behave differently at another
+//     round-trip time anyway.
+func (r *run) cpu(ends *bulkEnds) error {
+	figures, err := r.cpuFigures(ends)
 	if err != nil {
 		return err
 	}
-	r.rep.CPU = append(r.rep.CPU, c)
-	if err := r.ctx.Err(); err != nil {
-		return err
+	for _, f := range figures {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		r.progress("emulator CPU: %s, %v each way", f.what, r.cfg.Duration)
+		c, err := r.takeCPU(f)
+		if err != nil {
+			return err
+		}
+		r.rep.CPU = append(r.rep.CPU, c)
 	}
-	r.progress("emulator CPU: TCP through %q for %v", cpuRateLink, r.cfg.Duration)
-	c, err = r.cpuRated(b)
-	if err != nil {
-		return err
-	}
-	r.rep.CPU = append(r.rep.CPU, c)
 	return nil
 }
 
-// cpuRateLink is the link of the third CPU figure: the emulator paces.
+// cpuFigure is one of the CPU figures.
+type cpuFigure struct {
+	name     string // for benchmarks
+	what     string // for progress
+	up, down spec.Link
+	take     func() (CPU, error)
+}
+
+// cpuFigures lists the CPU figures of cpu, in order.
+func (r *run) cpuFigures(ends *bulkEnds) ([]cpuFigure, error) {
+	none, err := spec.Parse("")
+	if err != nil {
+		return nil, err
+	}
+	figures := []cpuFigure{
+		{"tcp-paced", "100 Mbit/s of paced TCP, no impairment", none, none, func() (CPU, error) {
+			return r.cpuTCP(ends, uint64(cpuLoad/8), "TCP paced at 100 Mbit/s, no impairment, server to client", "veth")
+		}},
+		{"udp-datagrams", "100 Mbit/s of UDP datagrams, no impairment", none, none, r.cpuUDP},
+		// cpuRated sets the rate itself, on the veth pair too.
+		{"tcp-rate-limited", fmt.Sprintf("TCP through %q, and over veth shaped by tbf", cpuRateLink), none, none, func() (CPU, error) { return r.cpuRated(ends) }},
+	}
+	if up, down := r.links[0].String(), r.links[1].String(); up != "" || down != "" {
+		figures = append(figures, cpuFigure{"tcp-paced-link", "100 Mbit/s of paced TCP through the run's links", r.links[0], r.links[1], func() (CPU, error) {
+			return r.cpuTCP(ends, uint64(cpuLoad/8), fmt.Sprintf("TCP paced at 100 Mbit/s through the run's links (up %q, down %q), server to client", up, down), "")
+		}})
+	}
+	return figures, nil
+}
+
+// takeCPU takes figure f with the testbed's links set to f's, and sets the
+// run's links again after.
+func (r *run) takeCPU(f cpuFigure) (CPU, error) {
+	if err := r.tb.SetLink(f.up, f.down, r.cfg.Seed); err != nil {
+		return CPU{}, err
+	}
+	c, err := f.take()
+	return c, errors.Join(err, r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed))
+}
+
+// cpuRateLink is the link of the rate-limited CPU figure: the emulator
+// paces every wire packet.
 const cpuRateLink = "rate 100mbit"
 
 // cpuRated is the emulator's CPU over an unpaced TCP download through
-// cpuRateLink in both directions; the run's own links are set again after.
-func (r *run) cpuRated(b *bulkEnd) (CPU, error) {
+// cpuRateLink in both directions. Its baseline is the same unpaced
+// download over the veth pair shaped by the kernel's token bucket filter
+// at the same rate each way, which, like the emulator, lets every wire
+// packet leave by itself at its time: the receiving stack then gets one
+// packet at a time in both cases, and the difference is the cost of doing
+// the shaping in user space. The testbed's links are the caller's to set
+// again after.
+func (r *run) cpuRated(ends *bulkEnds) (CPU, error) {
 	rated, err := spec.Parse(cpuRateLink)
 	if err != nil {
 		return CPU{}, err
@@ -308,51 +380,204 @@ func (r *run) cpuRated(b *bulkEnd) (CPU, error) {
 	if err := r.tb.SetLink(rated, rated, r.cfg.Seed); err != nil {
 		return CPU{}, err
 	}
-	c := r.cpuTCP(b, 0, "TCP unpaced through \""+cpuRateLink+"\" each way, server to client")
-	return c, r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed)
+	if err := r.veth.SetRate(uint64(cpuLoad / 8)); err != nil {
+		return CPU{}, err
+	}
+	c, err := r.cpuTCP(ends, 0, "TCP unpaced through \""+cpuRateLink+"\" each way, server to client", "veth, tbf rate 100mbit each way")
+	return c, errors.Join(err, r.veth.SetRate(0))
 }
 
-// cpuTCP is the emulator's CPU over a TCP download, paced by the sender at
-// pace bytes/s (0: not paced).
-func (r *run) cpuTCP(b *bulkEnd, pace uint64, load string) CPU {
-	var cpu0, cpu1 time.Duration
-	var t0, t1 time.Time
-	bps, err := b.goodput(r.ctx, protoTCP, r.cfg.Duration, pace, func(start bool) {
-		if start {
-			cpu0, t0 = r.tb.ForwarderCPU(), time.Now()
-		} else {
-			cpu1, t1 = r.tb.ForwarderCPU(), time.Now()
+// cpuTCP is the emulator's CPU over a TCP download paced by its sender at
+// pace bytes/s (0: not paced) through the testbed's links as they are set,
+// next to the CPU of the same download over the veth pair as it is set,
+// described by baseline ("" for no baseline). A failed transfer is the
+// figure's Error; the error return is for a soaker that failed.
+func (r *run) cpuTCP(ends *bulkEnds, pace uint64, load, baseline string) (CPU, error) {
+	c := CPU{Load: load, Baseline: baseline}
+	carry := func(end *bulkEnd) func(window func(bool)) (float64, error) {
+		return func(window func(bool)) (float64, error) {
+			return end.goodput(r.ctx, protoTCP, r.cfg.Duration, pace, window)
 		}
-	})
-	c := CPU{Load: load, GoodputBps: bps}
-	if err != nil {
-		c.Error = err.Error()
-	} else if t1.After(t0) {
-		c.CorePercent = 100 * float64(cpu1-cpu0) / float64(t1.Sub(t0))
 	}
-	return c
+	var base func(window func(bool)) (float64, error)
+	if baseline != "" {
+		base = carry(ends.veth)
+	}
+	return c, r.measureCPU(&c, carry(ends.emulated), base)
 }
 
 // cpuUDP is the emulator's CPU over 100 Mbit/s of 1500-byte UDP datagrams,
-// one per send (no segmentation offload: per-packet work only).
+// one per send (no segmentation offload: per-packet work only), next to the
+// CPU of the same datagrams over veth.
 func (r *run) cpuUDP() (CPU, error) {
-	ph := r.nextPhase()
-	col := newCollector(ph, 0, realtimeOffset())
-	stop := collect([]*receiver{r.rx[dirUp]}, []*collector{col})
-	fl := newBulkFlow(r.probeTx[dirUp], kindBulk, ph, cpuLoad, r.cfg.Duration, nil)
-	cpu0, t0 := r.tb.ForwarderCPU(), time.Now()
-	r.runFlows([]*flow{fl})
-	cpu1, t1 := r.tb.ForwarderCPU(), time.Now()
-	time.Sleep(100 * time.Millisecond)
-	if err := stop(); err != nil {
-		return CPU{}, err
+	c := CPU{Load: "UDP, 1500-byte datagrams one per send, 100 Mbit/s, client to server", Baseline: "veth"}
+	carry := func(tx *sender, rx *receiver) func(window func(bool)) (float64, error) {
+		return func(window func(bool)) (float64, error) {
+			ph := r.nextPhase()
+			col := newCollector(ph, 0, realtimeOffset())
+			stop := collect([]*receiver{rx}, []*collector{col})
+			fl := newBulkFlow(tx, kindBulk, ph, cpuLoad, r.cfg.Duration, nil)
+			window(true)
+			r.runFlows([]*flow{fl})
+			window(false)
+			time.Sleep(100 * time.Millisecond)
+			if err := stop(); err != nil {
+				return 0, err
+			}
+			if col.bulkLast <= col.bulkFirst {
+				return 0, errors.New("no datagrams arrived")
+			}
+			return float64(col.bulkBytes-col.bulkFirstSize) * 8 / (float64(col.bulkLast-col.bulkFirst) / 1e9), nil
+		}
 	}
-	c := CPU{Load: "UDP, 1500-byte datagrams one per send, 100 Mbit/s, client to server",
-		CorePercent: 100 * float64(cpu1-cpu0) / float64(t1.Sub(t0))}
-	if col.bulkLast > col.bulkFirst {
-		c.GoodputBps = float64(col.bulkBytes-col.bulkFirstSize) * 8 / (float64(col.bulkLast-col.bulkFirst) / 1e9)
+	return c, r.measureCPU(&c, carry(r.probeTx[dirUp], r.rx[dirUp]), carry(r.vtx, r.vrx))
+}
+
+// measureCPU fills c with one load carried through the emulator, then over
+// the baseline (nil: none). Each carry function moves the load, calls
+// window(true) and window(false) at the start and end of its measured
+// window and returns the goodput there. The soaker's quiet rate is measured before (unless a
+// figure just measured it) and after, and the figure uses their mean.
+func (r *run) measureCPU(c *CPU, emulated, baseline func(window func(bool)) (float64, error)) error {
+	s, err := r.soaker()
+	if err != nil {
+		return err
 	}
-	return c, nil
+	if s.last == nil {
+		if err := s.quiet(soakIdleWindow); err != nil {
+			return err
+		}
+	}
+	before := s.last
+	var m [2][2]costMark
+	var soakErr error
+	var bps [2]float64
+	for i, carry := range []func(func(bool)) (float64, error){emulated, baseline} {
+		if carry == nil {
+			continue
+		}
+		bps[i], err = carry(func(start bool) {
+			mk, err := r.mark(s, i == 0)
+			soakErr = errors.Join(soakErr, err)
+			if start {
+				m[i][0] = mk
+			} else {
+				m[i][1] = mk
+			}
+		})
+		if soakErr != nil {
+			return soakErr
+		}
+		if err != nil {
+			c.Error = err.Error()
+			if i == 1 {
+				c.Error = "baseline: " + c.Error
+			}
+			c.GoodputBps = bps[0]
+			return nil
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if err := s.quiet(soakIdleWindow); err != nil {
+		return err
+	}
+	idle := make([]float64, len(before))
+	for i := range idle {
+		idle[i] = (before[i] + s.last[i]) / 2
+	}
+	c.GoodputBps = bps[0]
+	if err := c.setEmulated(m[0][0], m[0][1], idle); err != nil {
+		return err
+	}
+	return c.setBaseline(m[1][0], m[1][1], idle, bps[1])
+}
+
+// soaker returns the run's soaker, started at the first call.
+func (r *run) soaker() (*soaker, error) {
+	if r.soak != nil {
+		return r.soak, nil
+	}
+	exe, err := r.exe()
+	if err != nil {
+		return nil, err
+	}
+	s, err := startSoaker(r.ctx, exe)
+	if err != nil {
+		return nil, err
+	}
+	r.soak = s
+	r.closers = append(r.closers, s)
+	return s, nil
+}
+
+// costMark is a snapshot of what the CPU figures are computed from.
+type costMark struct {
+	soak    soakMark
+	threads time.Duration // the forwarding threads' CPU so far
+	fwd     [2]forward.Stats
+	ctr     [2]emu.Counters
+}
+
+// mark takes a costMark: the soaker's counts and, for the emulated path,
+// the forwarder's CPU and counters.
+func (r *run) mark(s *soaker, emulated bool) (costMark, error) {
+	var m costMark
+	if emulated {
+		m.threads = r.tb.ForwarderCPU()
+		m.fwd[0], m.fwd[1] = r.tb.ForwarderStats()
+		m.ctr[0], m.ctr[1] = r.tb.Counters()
+	}
+	var err error
+	m.soak, err = s.mark()
+	return m, err
+}
+
+// setEmulated fills the figures of the transfer through the emulator
+// between a and b, with the soaker's quiet rates idle.
+func (c *CPU) setEmulated(a, b costMark, idle []float64) error {
+	wall := time.Duration(b.soak.Ns - a.soak.Ns)
+	if wall <= 0 {
+		return errors.New("soaker: marks out of order")
+	}
+	c.CorePercent = 100 * float64(b.threads-a.threads) / float64(wall)
+	taken, err := coresTaken(idle, b.soak, a.soak)
+	if err != nil {
+		return err
+	}
+	c.MachinePercent = 100 * taken
+	var calls, wakeups, packets uint64
+	for d := range 2 {
+		f0, f1 := a.fwd[d], b.fwd[d]
+		wakeups += f1.Wakeups - f0.Wakeups
+		calls += (f1.Wakeups - f0.Wakeups) + (f1.Reads - f0.Reads) + (f1.EmptyReads - f0.EmptyReads) +
+			(f1.ReadErrors - f0.ReadErrors) + (f1.Writes - f0.Writes) + (f1.WriteErrors - f0.WriteErrors)
+		packets += b.ctr[d].Sub(a.ctr[d]).PacketsOut
+	}
+	if packets > 0 {
+		c.SyscallsPerPacket = float64(calls) / float64(packets)
+		c.WakeupsPerPacket = float64(wakeups) / float64(packets)
+	}
+	return nil
+}
+
+// setBaseline fills the figures of the same load over the baseline between
+// a and b, which delivered baseBps: the CPU there is scaled to the goodput
+// through the emulator (the stacks' work grows with the bytes they move),
+// and NetPercent is what the emulated path took beyond it.
+func (c *CPU) setBaseline(a, b costMark, idle []float64, baseBps float64) error {
+	if baseBps <= 0 {
+		return nil
+	}
+	taken, err := coresTaken(idle, b.soak, a.soak)
+	if err != nil {
+		return err
+	}
+	c.VethGoodputBps = baseBps
+	c.VethMachinePercent = 100 * taken
+	c.NetPercent = c.MachinePercent - c.VethMachinePercent*c.GoodputBps/baseBps
+	return nil
 }
 
 // udpReceiveDrops reads the UDP datagrams side's namespace dropped for want

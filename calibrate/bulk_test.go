@@ -4,13 +4,20 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/quicbench/quicbench/emu"
+	"github.com/quicbench/quicbench/forward"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -100,23 +107,72 @@ func TestBulkEndpointsAreChildProcesses(t *testing.T) {
 			}
 		}
 	}
-	c := r.cpuTCP(ends.emulated, uint64(cpuLoad/8), "paced")
-	if c.Error != "" || c.GoodputBps < 50e6 || c.GoodputBps > 105e6 || c.CorePercent <= 0 {
+	c, err := r.cpuTCP(ends, uint64(cpuLoad/8), "paced", "veth")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Error != "" || c.GoodputBps < 50e6 || c.GoodputBps > 105e6 || c.CorePercent <= 0 || c.Baseline != "veth" {
 		t.Errorf("paced TCP: %+v", c)
 	}
+	// The same load over veth is measured beside it, and the forwarder's
+	// system calls were counted.
+	if c.VethGoodputBps < 50e6 || c.VethGoodputBps > 105e6 ||
+		c.SyscallsPerPacket <= 0 || c.WakeupsPerPacket <= 0 || c.WakeupsPerPacket > c.SyscallsPerPacket {
+		t.Errorf("paced TCP, veth and system call figures: %+v", c)
+	}
+	machineWorked(t, "paced TCP", c)
 	// Through the emulator's own 100 Mbit/s, an unpaced sender arrives at
 	// no more than the rate (2% for headers and measurement edges), and the
 	// run's links are back afterwards.
-	c, err = r.cpuRated(ends.emulated)
+	figures, err := r.cpuFigures(ends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run's link is "delay 1ms": the fourth figure goes through it.
+	var names []string
+	for _, f := range figures {
+		names = append(names, f.name)
+	}
+	if want := []string{"tcp-paced", "udp-datagrams", "tcp-rate-limited", "tcp-paced-link"}; !slices.Equal(names, want) {
+		t.Errorf("CPU figures %v, want %v", names, want)
+	}
+	c, err = r.takeCPU(figures[2])
 	if err != nil || c.Error != "" || c.GoodputBps < 50e6 || c.GoodputBps > 102e6 || c.CorePercent <= 0 {
 		t.Errorf("TCP through %q: %+v, %v", cpuRateLink, c, err)
+	}
+	// Behind the emulator's rate every wire packet leaves by itself: at
+	// least one write per packet delivered. The baseline went through the
+	// kernel's tbf at the same rate, so it arrived at no more than it.
+	if c.SyscallsPerPacket < 1 || !strings.Contains(c.Baseline, "tbf") || c.VethGoodputBps < 50e6 || c.VethGoodputBps > 102e6 {
+		t.Errorf("TCP through %q: %.2f system calls per packet (want at least 1), baseline %q at %.1f Mbit/s",
+			cpuRateLink, c.SyscallsPerPacket, c.Baseline, c.VethGoodputBps/1e6)
+	}
+	machineWorked(t, "TCP through "+cpuRateLink, c)
+	// Through the run's own link there is no baseline.
+	if c, err = r.takeCPU(figures[3]); err != nil || c.Error != "" || c.Baseline != "" || c.VethGoodputBps != 0 || c.NetPercent != 0 || c.MachinePercent <= 0 {
+		t.Errorf("TCP through the run's link: %+v, %v", c, err)
+	}
+	// The shaper is gone from the veth pair afterwards.
+	if bps, err := ends.veth.goodput(r.ctx, protoTCP, 300*time.Millisecond, 0, nil); err != nil || bps < 300e6 {
+		t.Errorf("veth after the rated CPU figure: %.1f Mbit/s, %v; want it unshaped", bps/1e6, err)
 	}
 	if up, down, _ := r.tb.Links(); up.String() != r.links[0].String() || down.String() != r.links[1].String() {
 		t.Errorf("links after the rated CPU figure: %q / %q, want %q / %q", up, down, r.links[0], r.links[1])
 	}
-	// The only children left are the two servers.
-	if pids := childPIDs(t); len(pids) != 2 {
-		t.Errorf("child processes between transfers: %v, want the two servers", pids)
+	// The only children left are the two servers and the CPU figures'
+	// soaker, which the run keeps until it closes.
+	if r.soak == nil {
+		t.Fatal("no soaker after the CPU figures")
+	}
+	soakPID := r.soak.p.Cmd.Process.Pid
+	if pids := childPIDs(t); len(pids) != 3 || !slices.Contains(pids, soakPID) {
+		t.Errorf("child processes between transfers: %v, want the two servers and the soaker %d", pids, soakPID)
+	}
+	if err := r.soak.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pids := childPIDs(t); len(pids) != 2 || slices.Contains(pids, soakPID) {
+		t.Errorf("child processes after the soaker's Close: %v, want the two servers", pids)
 	}
 
 	// A cancelled transfer ends at once and leaves no client behind.
@@ -150,5 +206,140 @@ func TestBulkMainRejectsBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("BulkMain(%q, %q) = %v, want an error about %q", c.role, c.in, err, c.want)
 		}
+	}
+}
+
+// machineWorked checks that the soaker saw both windows of a CPU figure
+// take CPU: carrying 100 Mbit/s cannot be free.
+func machineWorked(t *testing.T, what string, c CPU) {
+	t.Helper()
+	if c.MachinePercent <= 0 || c.VethMachinePercent <= 0 || c.MachinePercent > 200 || c.VethMachinePercent > 200 {
+		t.Errorf("%s: CPU taken %.2f%% through the emulator, %.2f%% over the baseline; want within (0, 200]", what, c.MachinePercent, c.VethMachinePercent)
+	}
+}
+
+// TestCPUFigures checks the arithmetic of the CPU figures on made-up
+// marks: 2 s of wall time, the threads' CPU, the soaker's lost rate
+// against its quiet one, system calls per delivered packet, and the veth
+// baseline scaled to the emulated goodput.
+func TestCPUFigures(t *testing.T) {
+	idle := []float64{1000, 2000} // units per second, per CPU
+	mk := func(ns int64, counts ...uint64) soakMark { return soakMark{Ns: ns, Counts: counts} }
+	a := costMark{threads: time.Second, soak: mk(1e9, 100, 100)}
+	// In 2 s, CPU 0 did 1500 of its 2000 units (25% taken), CPU 1 3000 of
+	// its 4000 (25%): half a core.
+	b := costMark{threads: time.Second + 300*time.Millisecond, soak: mk(3e9, 1600, 3100)}
+	a.fwd[0] = forward.Stats{Reads: 10, Writes: 10, Wakeups: 10}
+	b.fwd[0] = forward.Stats{Reads: 110, EmptyReads: 50, Writes: 1010, Wakeups: 610, ReadErrors: 1, WriteErrors: 1}
+	a.fwd[1] = forward.Stats{Reads: 5, Writes: 5, Wakeups: 5}
+	b.fwd[1] = forward.Stats{Reads: 205, Writes: 205, Wakeups: 105}
+	b.ctr[0] = emu.Counters{PacketsOut: 1000}
+	b.ctr[1] = emu.Counters{PacketsOut: 200}
+	c := CPU{GoodputBps: 90e6}
+	if err := c.setEmulated(a, b, idle); err != nil {
+		t.Fatal(err)
+	}
+	// up: 600 wake-ups + 100 reads + 50 empty + 1 read error + 1000 writes + 1
+	// write error = 1752; down: 100 + 200 + 200 = 500; 1200 packets.
+	if c.CorePercent != 15 || math.Abs(c.MachinePercent-50) > 1e-9 ||
+		c.SyscallsPerPacket != 2252.0/1200 || c.WakeupsPerPacket != 700.0/1200 {
+		t.Errorf("emulated figures: %+v", c)
+	}
+	// 1 s: CPU 0 lost 10%, CPU 1 20%: 30% of a core for 100 Mbit/s is 27%
+	// for the 90 Mbit/s that arrived.
+	v0, v1 := costMark{soak: mk(10e9, 0, 0)}, costMark{soak: mk(11e9, 900, 1600)}
+	if err := c.setBaseline(v0, v1, idle, 100e6); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(c.VethMachinePercent-30) > 1e-9 || c.VethGoodputBps != 100e6 || math.Abs(c.NetPercent-23) > 1e-9 {
+		t.Errorf("veth figures: %+v", c)
+	}
+	// A CPU over its quiet rate counts as nothing taken, not a negative
+	// share.
+	if got, err := coresTaken(idle, mk(1e9, 1100, 1900), mk(0, 0, 0)); err != nil || math.Abs(got-0.05) > 1e-9 {
+		t.Errorf("clamped: %v, %v; want 0.05", got, err)
+	}
+	// Marks out of order, of another CPU count, or no quiet rate.
+	for _, bad := range []struct {
+		idle []float64
+		b, a soakMark
+	}{
+		{idle, mk(0, 1, 1), mk(1, 0, 0)},
+		{idle, mk(1, 1), mk(0, 0)},
+		{[]float64{0, 1}, mk(1, 1, 1), mk(0, 0, 0)},
+	} {
+		if _, err := coresTaken(bad.idle, bad.b, bad.a); err == nil {
+			t.Errorf("coresTaken(%v, %+v, %+v) accepted", bad.idle, bad.b, bad.a)
+		}
+	}
+	// No baseline without a baseline goodput.
+	d := CPU{GoodputBps: 90e6, MachinePercent: 40}
+	if err := d.setBaseline(v0, v1, idle, 0); err != nil || d.VethMachinePercent != 0 || d.NetPercent != 0 {
+		t.Errorf("baseline without goodput: %+v, %v", d, err)
+	}
+}
+
+// TestSoaker runs the soaker child: a thread spinning on CPU 0 at normal
+// priority leaves CPU 0's SCHED_IDLE soaker almost nothing (other load can
+// only take more), and the soaker ends when its stdin closes.
+func TestSoaker(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := startSoaker(context.Background(), exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.quiet(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.last) != runtime.NumCPU() || s.last[0] <= 0 {
+		t.Fatalf("quiet rates %v, want %d CPUs that worked", s.last, runtime.NumCPU())
+	}
+	stop := make(chan struct{})
+	pinned := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		var set unix.CPUSet
+		set.Set(0)
+		pinned <- unix.SchedSetaffinity(0, &set)
+		x := 1
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				for range 1000 {
+					x = x*3 + 1
+				}
+			}
+		}
+	}()
+	if err := <-pinned; err != nil {
+		close(stop)
+		t.Fatal(err)
+	}
+	a, err := s.mark()
+	if err == nil {
+		time.Sleep(300 * time.Millisecond)
+		var b soakMark
+		if b, err = s.mark(); err == nil {
+			var r []float64
+			if r, err = rates(b, a); err == nil && r[0] > 0.1*s.last[0] {
+				t.Errorf("CPU 0 soaker at %.0f units/s with a thread spinning there, against %.0f quiet: want under a tenth", r[0], s.last[0])
+			}
+		}
+	}
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.p.Cmd.ProcessState; st == nil || !st.Exited() {
+		t.Errorf("soaker after Close: %v", st)
 	}
 }

@@ -79,7 +79,7 @@ const (
 	bulkEventResult = "result"
 )
 
-// BulkMain runs BulkCommand's role ("server" or "client") in the calling
+// BulkMain runs BulkCommand's role ("server", "client" or "soak") in the calling
 // process, which a namespace-entering command started in the right
 // namespace. It reads its configuration as one JSON line from stdin.
 //
@@ -92,8 +92,8 @@ const (
 // {"event":"result","error":"..."}. An error return means the child could
 // not do its job at all (bad configuration, cannot listen).
 func BulkMain(ctx context.Context, role string, stdin io.Reader, stdout io.Writer) error {
-	if role != bulkRoleServer && role != bulkRoleClient {
-		return fmt.Errorf("%s: unknown role %q (want %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient)
+	if role != bulkRoleServer && role != bulkRoleClient && role != bulkRoleSoak {
+		return fmt.Errorf("%s: unknown role %q (want %s, %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient, bulkRoleSoak)
 	}
 	br := bufio.NewReader(stdin)
 	line, err := br.ReadBytes('\n')
@@ -113,8 +113,10 @@ func BulkMain(ctx context.Context, role string, stdin io.Reader, stdout io.Write
 			return fmt.Errorf("%s client: bad configuration: %w", BulkCommand, err)
 		}
 		return bulkClient(ctx, cfg, stdout)
+	case bulkRoleSoak:
+		return soakMain(ctx, br, stdout)
 	}
-	return fmt.Errorf("%s: unknown role %q (want %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient)
+	return fmt.Errorf("%s: unknown role %q (want %s, %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient, bulkRoleSoak)
 }
 
 // bulkServe runs the servers until stdin ends or ctx is done.

@@ -120,12 +120,50 @@ type Goodput struct {
 	Error                string `json:"error,omitempty"`
 }
 
-// CPU is the emulator's CPU use while it carries a fixed load.
+// CPU is the emulator's CPU use while it carries a fixed load, next to the
+// machine's CPU for the same load over the veth pair (the baseline),
+// measured in the same run.
 type CPU struct {
-	Load        string  `json:"load"`         // what was carried
-	GoodputBps  float64 `json:"goodput_bps"`  // what arrived
-	CorePercent float64 `json:"core_percent"` // forwarding threads' CPU time / wall time
-	Error       string  `json:"error,omitempty"`
+	Load       string  `json:"load"`        // what was carried
+	GoodputBps float64 `json:"goodput_bps"` // what arrived
+	// CorePercent is the forwarding threads' CPU time / wall time, in % of
+	// one core. It includes the work the kernel does inside their system
+	// calls for the endpoints: a TUN write runs the receiving namespace's IP
+	// and transport stack and wakes its reader, and the transmissions that
+	// the delivered packet triggers (an ACK, new data behind it), as a veth
+	// transmission does in the sender's system call.
+	CorePercent float64 `json:"core_percent"`
+	// MachinePercent is the CPU, in % of one core, that carrying the load
+	// took from a competing workload: a soaker thread per CPU under
+	// SCHED_IDLE counts units of arithmetic, and what it lost against its
+	// rate on the quiet machine (measured in the same run, before and
+	// after) is what everything else used: endpoints, emulator, kernel,
+	// interrupts and softirqs wherever they ran, and the hypervisor's work
+	// for the machine (soak.go).
+	MachinePercent float64 `json:"machine_percent"`
+	// Baseline says how the same load crossed the veth pair: "veth", or
+	// "veth, tbf rate 100mbit each way" where the emulator enforces a rate
+	// (the kernel's own shaper then does the same job); "" when nothing
+	// here does what the emulated link does (delay, loss: no netem), and
+	// the Veth and Net figures are then 0.
+	// VethMachinePercent is the CPU it took there, measured the same way,
+	// and VethGoodputBps what arrived.
+	Baseline           string  `json:"baseline"`
+	VethMachinePercent float64 `json:"veth_machine_percent"`
+	VethGoodputBps     float64 `json:"veth_goodput_bps"`
+	// NetPercent is what the emulated path took beyond carrying the same
+	// load over the baseline: MachinePercent minus VethMachinePercent
+	// scaled to GoodputBps. It is the emulator's own cost, without the
+	// endpoints' stacks that CorePercent includes.
+	NetPercent float64 `json:"net_percent"`
+	// SyscallsPerPacket counts the forwarding threads' system calls (reads,
+	// reads that found nothing, writes, returns from ppoll) per wire packet
+	// delivered, both directions together; WakeupsPerPacket the returns
+	// from ppoll alone. Unlike CPU time, neither depends on how busy the
+	// machine was.
+	SyscallsPerPacket float64 `json:"syscalls_per_packet"`
+	WakeupsPerPacket  float64 `json:"wakeups_per_packet"`
+	Error             string  `json:"error,omitempty"`
 }
 
 // Report is the outcome of a calibration.
@@ -223,6 +261,9 @@ type run struct {
 	// timer is the machine's timer baseline: a thread sleeping like the
 	// forwarding threads, whose lateness is measured in each probe phase.
 	timer *forward.TimerProbe
+
+	// soak is the soaker of the CPU figures, started by the first.
+	soak *soaker
 
 	closers []io.Closer
 }

@@ -53,16 +53,29 @@
 //     over one QUIC stream) from the server to the client through the
 //     emulated link and through the veth pair, one after the other, each for
 //     Duration, the first fifth of each transfer (slow start) left out; and
-//     the emulator's CPU (its forwarding threads, from schedstat) while it
-//     carries 100 Mbit/s of paced TCP and of single UDP datagrams. The bulk
-//     endpoints are processes of their own inside the namespaces (Config.Exe
-//     run as `calibrate-bulk server|client`, see BulkMain), as `quicbench
-//     run`'s server and agent are, never goroutines of the process hosting
-//     the emulator: its forwarding threads sleep in raw system calls holding
-//     their Go Ps, which stalls timer-driven Go code sharing the process
-//     (quic-go's pacing and ACK timers) for milliseconds. The client child
-//     reports when the measured window starts and ends, which is when the
-//     emulator's CPU is read.
+//     the emulator's CPU while it carries 100 Mbit/s: paced TCP and single
+//     UDP datagrams through an unimpaired link, against the same over the
+//     veth pair; unpaced TCP through "rate 100mbit", against the veth pair
+//     shaped by the kernel's tbf at the same rate; and paced TCP through the
+//     run's own links (no baseline: nothing here delays or drops without
+//     the emulator). Each load's cost is the CPU it takes from a soaker, a
+//     SCHED_IDLE thread per CPU counting units of arithmetic against its
+//     rate on the quiet machine, measured before and after (soak.go): per
+//     thread CPU time and the machine's idle counters miss the interrupts
+//     and softirqs that deliver packets and fire the kernel shaper's timers,
+//     and a virtual machine's exits to its hypervisor. The emulator's own
+//     cost is the difference between the emulated path and its baseline
+//     (scaled to the same goodput); its forwarding threads' CPU (schedstat)
+//     and their system calls and wake-ups per wire packet are shown too.
+//     The bulk endpoints are processes of their own inside the namespaces
+//     (Config.Exe run as `calibrate-bulk server|client`, see BulkMain), as
+//     `quicbench run`'s server and agent are, never goroutines of the
+//     process hosting the emulator: its forwarding threads sleep in raw
+//     system calls holding their Go Ps, which stalls timer-driven Go code
+//     sharing the process (quic-go's pacing and ACK timers) for
+//     milliseconds. The client child reports when the measured window
+//     starts and ends, which is when the CPU is read; the soaker is
+//     `calibrate-bulk soak`.
 //
 // The pipelines are rebuilt (Testbed.SetLink, same seed) at the start of
 // every phase, so each phase's decisions start from the first packet, as

@@ -70,12 +70,24 @@ func (r *Report) WriteTable(w io.Writer) error {
 		tw.Flush()
 	}
 	if len(r.CPU) > 0 {
-		fmt.Fprintf(&b, "\nemulator CPU (forwarding threads), %% of one core:\n")
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintf(&b, "\nemulator CPU, %% of one core:\n")
 		for _, c := range r.CPU {
-			fmt.Fprintf(tw, "%s\t%.1f%%\t(%.1f Mbit/s arrived)\t%s\n", c.Load, c.CorePercent, c.GoodputBps/1e6, c.Error)
+			fmt.Fprintf(&b, "  %s: %.1f Mbit/s arrived", c.Load, c.GoodputBps/1e6)
+			if c.Error != "" {
+				fmt.Fprintf(&b, "; %s", c.Error)
+			}
+			b.WriteString("\n")
+			switch {
+			case c.VethGoodputBps > 0:
+				fmt.Fprintf(&b, "    emulator's own cost %.1f%%: CPU taken from a soaker %.1f%% through it, %.1f%% for the same over %s (%.1f Mbit/s, scaled)\n",
+					c.NetPercent, c.MachinePercent, c.VethMachinePercent, c.Baseline, c.VethGoodputBps/1e6)
+			case c.Error == "":
+				fmt.Fprintf(&b, "    CPU taken from a soaker %.1f%%, endpoints included (no baseline: nothing here does what this link does without the emulator)\n",
+					c.MachinePercent)
+			}
+			fmt.Fprintf(&b, "    forwarding threads %.1f%% (with the endpoints' kernel work done in their system calls); per wire packet %.2f system calls, %.2f wake-ups\n",
+				c.CorePercent, c.SyscallsPerPacket, c.WakeupsPerPacket)
 		}
-		tw.Flush()
 	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "\nwarning: %s", wn)

@@ -46,7 +46,8 @@ measurement's own error floor is measured on a plain veth pair in the same run.
 
 With --throughput it also compares the bulk goodput of kernel TCP, TCP+TLS and quic-go through
 the emulated link with the same over the veth pair, and measures the emulator's CPU at
-100 Mbit/s. The bulk endpoints run as separate quicbench processes inside the namespaces (as
+100 Mbit/s as the CPU it takes from a competing workload, next to the same load over the veth
+pair (shaped by the kernel's tbf where the emulator enforces a rate). The bulk endpoints run as separate quicbench processes inside the namespaces (as
 quicbench run's server and agent do), not in the process that hosts the emulator.
 
 Exit status: 0 when every judged figure is within tolerance, 1 naming the ones that are not,
