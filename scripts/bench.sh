@@ -9,7 +9,7 @@
 #   bash scripts/bench.sh quic-queue # an experiment, not in "all": see below
 #
 # Output: the `go test -bench` lines (custom units such as Gbit/s, p50-err-us,
-# emu/veth-%, pct-core, s/report), also kept in bench-results.txt.
+# emu/veth-%, net-pct, taken-pct, s/report), also kept in bench-results.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" != 0 ]; then
@@ -38,7 +38,8 @@ case $group in all | emulator)
 	bench ./calibrate/ 'BenchmarkDelayPrecision|BenchmarkDeliveredRate|BenchmarkLossInterval' 1x
 	# Speed: TCP, TCP+TLS and quic-go through `delay 10ms` vs a veth pair.
 	bench ./calibrate/ 'BenchmarkThroughput' 2x
-	# Cost: forwarder CPU while carrying 100 Mbit/s.
+	# Cost: the CPU the emulator takes while carrying 100 Mbit/s, against the
+	# kernel's own path (veth, tbf) in the same run.
 	bench ./calibrate/ 'BenchmarkEmulatorCPU' 1x
 	# Forwarder variants (offload vs one packet per syscall).
 	# (the offload-nort and offload-noadvance variants are left out: comparisons, slow)
