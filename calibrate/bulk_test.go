@@ -149,7 +149,7 @@ func TestBulkEndpointsAreChildProcesses(t *testing.T) {
 	}
 	machineWorked(t, "TCP through "+cpuRateLink, c)
 	// Through the run's own link there is no baseline.
-	if c, err = r.takeCPU(figures[3]); err != nil || c.Error != "" || c.Baseline != "" || c.VethGoodputBps != 0 || c.NetPercent != 0 || c.MachinePercent <= 0 {
+	if c, err = r.takeCPU(figures[3]); err != nil || c.Error != "" || c.Baseline != "" || c.VethGoodputBps != 0 || c.NetPercent != 0 || c.MachinePercent < 0 || c.CorePercent <= 0 {
 		t.Errorf("TCP through the run's link: %+v, %v", c, err)
 	}
 	// The shaper is gone from the veth pair afterwards.
@@ -209,12 +209,18 @@ func TestBulkMainRejectsBadInput(t *testing.T) {
 	}
 }
 
-// machineWorked checks that the soaker saw both windows of a CPU figure
-// take CPU: carrying 100 Mbit/s cannot be free.
+// machineWorked checks a CPU figure's soaker figures for what holds
+// whatever else the machine is doing (other tests run beside this one, so
+// no amount of CPU can be expected): each is a share of the machine's
+// cores, and the emulator's own cost is their scaled difference.
 func machineWorked(t *testing.T, what string, c CPU) {
 	t.Helper()
-	if c.MachinePercent <= 0 || c.VethMachinePercent <= 0 || c.MachinePercent > 200 || c.VethMachinePercent > 200 {
-		t.Errorf("%s: CPU taken %.2f%% through the emulator, %.2f%% over the baseline; want within (0, 200]", what, c.MachinePercent, c.VethMachinePercent)
+	cores := 100 * float64(runtime.NumCPU())
+	if c.MachinePercent < 0 || c.MachinePercent > cores || c.VethMachinePercent < 0 || c.VethMachinePercent > cores {
+		t.Errorf("%s: CPU taken %.2f%% through the emulator, %.2f%% over the baseline; want within [0, %.0f]", what, c.MachinePercent, c.VethMachinePercent, cores)
+	}
+	if want := c.MachinePercent - c.VethMachinePercent*c.GoodputBps/c.VethGoodputBps; math.Abs(c.NetPercent-want) > 1e-9 {
+		t.Errorf("%s: net %.4f%%, want %.4f%%", what, c.NetPercent, want)
 	}
 }
 
