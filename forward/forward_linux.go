@@ -21,7 +21,9 @@
 // batches of pool buffers, so a small MSS never drops it whole) before
 // the pipeline, so every impairment still applies per wire packet, and the
 // packets that leave the pipeline at the same instant are merged back
-// (offload.Coalescer, like GRO) into as few writes as possible.
+// (offload.Coalescer, like GRO) into as few writes as possible. Over a link
+// that impairs nothing (pipeline.Transparent) a super-packet is written on
+// as it was read, and counted per wire packet (offload.WireSize).
 //
 // With Options.Realtime the threads run under SCHED_FIFO, so that a busy
 // machine does not delay their wake-ups by a scheduler time slice; a thread
@@ -655,7 +657,18 @@ func (io *ioVnet) receive(p *path, link *pipeline.Pipeline) bool {
 		p.malformed.Add(1)
 		return true
 	}
-	io.segment(p, link, hdr, io.in[offload.VirtioNetHdrLen:m], p.clock.Now())
+	pkt := io.in[offload.VirtioNetHdrLen:m]
+	if link.Transparent() {
+		// Nothing to impair: the super-packet goes on as it was read, with
+		// its header (GSO, partial checksum), and is counted per wire
+		// packet. Cutting it up and merging it again would only cost CPU.
+		if n, b, err := offload.WireSize(hdr, pkt); err == nil {
+			io.write(p, io.in[:m])
+			link.Pass(uint64(n), uint64(b))
+			return true
+		}
+	}
+	io.segment(p, link, hdr, pkt, p.clock.Now())
 	return true
 }
 

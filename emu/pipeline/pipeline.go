@@ -173,6 +173,27 @@ func NewReusing(l spec.Link, seed uint64, pool *emu.Pool, old *Pipeline) (*Pipel
 	return p, nil
 }
 
+// Transparent reports whether the link impairs nothing (spec.Link.IsZero):
+// every packet leaves the instant it arrives, unchanged and in order. A
+// driver may then hand packets on itself instead of enqueuing them, and
+// count them with Pass.
+func (p *Pipeline) Transparent() bool { return p.link.IsZero() }
+
+// Pass counts packets wire packets of bytes bytes in all that the driver
+// handed on at once over a transparent link, in and out, as Enqueue and an
+// immediate Dequeue would have (no queue delay). It is for transparent
+// links only: Pass on another link panics.
+func (p *Pipeline) Pass(packets, bytes uint64) {
+	if !p.link.IsZero() {
+		panic("pipeline: Pass on a link that impairs: " + p.link.String())
+	}
+	p.c.PacketsIn += packets
+	p.c.BytesIn += bytes
+	p.c.PacketsOut += packets
+	p.c.BytesOut += bytes
+	p.touch()
+}
+
 // Link returns the spec the pipeline was built from.
 func (p *Pipeline) Link() spec.Link { return p.link }
 

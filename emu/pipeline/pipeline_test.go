@@ -170,3 +170,33 @@ func TestNoAllocationsPerPacket(t *testing.T) {
 		}
 	}
 }
+
+// TestTransparentAndPass: only a link that impairs nothing is transparent;
+// Pass counts what a driver hands on over it, in and out, exactly once the
+// driver asks NextDeadline (as it does before sleeping); Pass on any other
+// link panics.
+func TestTransparentAndPass(t *testing.T) {
+	for in, want := range map[string]bool{
+		"": true, "delay 0ms": true, "limit 50": true, "loss 0%": true,
+		"delay 1us": false, "loss 0.001%": false, "rate 1gbit": false, "duplicate 1%": false, "onoff 1s 1ms": false,
+	} {
+		p, _ := build(t, in, 1)
+		if got := p.Transparent(); got != want {
+			t.Errorf("%q: Transparent() = %v, want %v", in, got, want)
+		}
+	}
+	p, _ := build(t, "", 1)
+	p.Pass(10, 14400)
+	p.Pass(1, 60)
+	p.NextDeadline()
+	if c := p.Counters(); c.PacketsIn != 11 || c.PacketsOut != 11 || c.BytesIn != 14460 || c.BytesOut != 14460 || c.QueueDelaySumNs != 0 || p.Len() != 0 {
+		t.Fatalf("counters after Pass: %+v, %d held", c, p.Len())
+	}
+	p, _ = build(t, "delay 1ms", 1)
+	defer func() {
+		if recover() == nil {
+			t.Error("Pass on \"delay 1ms\" did not panic")
+		}
+	}()
+	p.Pass(1, 100)
+}

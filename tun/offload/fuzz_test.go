@@ -1,6 +1,7 @@
 package offload
 
 import (
+	"errors"
 	"bytes"
 	"encoding/binary"
 	"testing"
@@ -78,6 +79,19 @@ func FuzzSegment(f *testing.F) {
 		n, err := Segment(hdr, pkt, fuzzSegs, fuzzSizes)
 		if !bytes.Equal(pkt, orig) {
 			t.Fatal("Segment modified its input")
+		}
+		// WireSize counts what Segment cuts: its packets and their bytes.
+		if wn, wb, werr := WireSize(hdr, pkt); err == nil {
+			total := 0
+			for _, sz := range fuzzSizes[:n] {
+				total += sz
+			}
+			if werr != nil || wn != n || wb != total {
+				t.Fatalf("WireSize = %d packets, %d bytes, %v; Segment made %d packets of %d bytes", wn, wb, werr, n, total)
+			}
+		} else if !errors.Is(err, ErrShortBuffer) && werr == nil {
+			// (Segment's buffer errors are this harness's limits, not pkt's.)
+			t.Fatalf("WireSize accepted what Segment refused (%v)", err)
 		}
 		// SegmentFrom in batches of 3 agrees with Segment.
 		var batch [3][2048]byte

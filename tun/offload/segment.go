@@ -68,6 +68,21 @@ func SegmentFrom(hdr VirtioNetHdr, pkt []byte, first int, out [][]byte, sizes []
 	return n, g.total, err
 }
 
+// WireSize returns how many wire packets super-packet pkt (hdr its decoded
+// virtio_net_hdr) stands for and their total IP bytes, headers included:
+// what Segment would cut it into, counted without cutting. Its errors are
+// those Segment would return for pkt. It never panics and never allocates.
+func WireSize(hdr VirtioNetHdr, pkt []byte) (packets, bytes int, err error) {
+	var g gso
+	if err := g.parse(hdr, pkt); err != nil {
+		return 0, 0, err
+	}
+	if g.none {
+		return 1, len(pkt), nil
+	}
+	return g.total, g.payloadN + g.total*g.hdrLen, nil
+}
+
 // gso is a validated super-packet's layout.
 type gso struct {
 	none     bool // GSONone: one packet, copied as is
@@ -85,6 +100,9 @@ type gso struct {
 // parse validates hdr and pkt and fills g.
 func (g *gso) parse(hdr VirtioNetHdr, pkt []byte) error {
 	if hdr.GSOType == GSONone {
+		if hdr.Flags&FlagNeedsCsum != 0 && int(hdr.CsumStart)+int(hdr.CsumOffset)+2 > len(pkt) {
+			return errCsumRange
+		}
 		*g = gso{none: true, total: 1}
 		return nil
 	}
