@@ -1,9 +1,9 @@
 package offload
 
 import (
-	"errors"
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"testing"
 )
 
