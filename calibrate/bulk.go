@@ -436,8 +436,9 @@ func (r *run) cpuUDP() (CPU, error) {
 // measureCPU fills c with one load carried through the emulator, then over
 // the baseline (nil: none). Each carry function moves the load, calls
 // window(true) and window(false) at the start and end of its measured
-// window and returns the goodput there. The soaker's quiet rate is measured before (unless a
-// figure just measured it) and after, and the figure uses their mean.
+// window and returns the goodput there. The soaker's quiet rate is
+// measured before (unless a figure just measured it) and after, and the
+// figure uses their mean.
 func (r *run) measureCPU(c *CPU, emulated, baseline func(window func(bool)) (float64, error)) error {
 	s, err := r.soaker()
 	if err != nil {

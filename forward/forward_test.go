@@ -97,7 +97,18 @@ type rig struct {
 
 func newRig(t *testing.T, link string) *rig {
 	t.Helper()
+	return startRig(t, link, false)
+}
+
+// startRig starts a forwarder whose up path goes through link; with vnet,
+// the up path's devices read and write virtio_net_hdr super-packets.
+func startRig(t *testing.T, link string, vnet bool) *rig {
+	t.Helper()
 	r := &rig{in: newPair(t, "in"), out: newPair(t, "out"), back: newPair(t, "back"), back2: newPair(t, "back2")}
+	if vnet {
+		r.in.dev = tun.FromFD(r.in.dev.Fd(), "in", true)
+		r.out.dev = tun.FromFD(r.out.dev.Fd(), "out", true)
+	}
 	l, err := spec.Parse(link)
 	if err != nil {
 		t.Fatal(err)

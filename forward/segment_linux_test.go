@@ -8,7 +8,6 @@ import (
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/pipeline"
 	"github.com/quicbench/quicbench/emu/spec"
-	"github.com/quicbench/quicbench/tun"
 	"github.com/quicbench/quicbench/tun/offload"
 )
 
@@ -137,37 +136,6 @@ func TestSuperPacketOversizeAndMalformed(t *testing.T) {
 	}
 }
 
-// vnetRig is a forwarder whose up path reads and writes virtio_net_hdr
-// super-packets (fake TUN devices, as in newRig) through link.
-func vnetRig(t *testing.T, link string) *rig {
-	t.Helper()
-	r := &rig{in: newPair(t, "in"), out: newPair(t, "out"), back: newPair(t, "back"), back2: newPair(t, "back2")}
-	r.in.dev = tun.FromFD(r.in.dev.Fd(), "in", true)
-	r.out.dev = tun.FromFD(r.out.dev.Fd(), "out", true)
-	l, err := spec.Parse(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.pool = emu.NewPool(4096, 2048)
-	up, err := pipeline.New(l, 1, r.pool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	downPool := emu.NewPool(64, 2048)
-	down, _ := pipeline.New(spec.Link{}, 2, downPool)
-	if r.fwd, err = Start(emu.MonotonicClock(), Options{},
-		Path{Name: "up", From: r.in.dev, To: r.out.dev, Link: up, Pool: r.pool},
-		Path{Name: "down", From: r.back.dev, To: r.back2.dev, Link: down, Pool: downPool}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.fwd.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return r
-}
-
 // TestTransparentLinkPassesSuperPackets: over a link that impairs nothing,
 // a TSO super-packet leaves as it came, header and all, in one write, and
 // the link counts its wire packets and their bytes.
@@ -180,7 +148,7 @@ func TestTransparentLinkPassesSuperPackets(t *testing.T) {
 	}
 	copy(in[offload.VirtioNetHdrLen:], super)
 
-	r := vnetRig(t, "")
+	r := startRig(t, "", true)
 	for i := 0; i < 3; i++ {
 		if err := write(r.in.peer, in); err != nil {
 			t.Fatal(err)

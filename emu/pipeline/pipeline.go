@@ -49,6 +49,8 @@ const publishEvery = 64
 type Pipeline struct {
 	pool *emu.Pool
 	link spec.Link
+	// transparent: link impairs nothing (spec.Link.IsZero), fixed at New.
+	transparent bool
 
 	last    emu.Time // latest time seen
 	started bool     // the first packet has arrived
@@ -122,7 +124,7 @@ func NewReusing(l spec.Link, seed uint64, pool *emu.Pool, old *Pipeline) (*Pipel
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{pool: pool, link: l, copySlots: 1}
+	p := &Pipeline{pool: pool, link: l, copySlots: 1, transparent: l.IsZero()}
 	capacity := pool.Cap()
 	var q ring
 	if old != nil && old.pool == pool && old.dl.len() == 0 && old.bn.q.len() == 0 && !old.bn.inTransit {
@@ -177,14 +179,14 @@ func NewReusing(l spec.Link, seed uint64, pool *emu.Pool, old *Pipeline) (*Pipel
 // every packet leaves the instant it arrives, unchanged and in order. A
 // driver may then hand packets on itself instead of enqueuing them, and
 // count them with Pass.
-func (p *Pipeline) Transparent() bool { return p.link.IsZero() }
+func (p *Pipeline) Transparent() bool { return p.transparent }
 
 // Pass counts packets wire packets of bytes bytes in all that the driver
 // handed on at once over a transparent link, in and out, as Enqueue and an
 // immediate Dequeue would have (no queue delay). It is for transparent
 // links only: Pass on another link panics.
 func (p *Pipeline) Pass(packets, bytes uint64) {
-	if !p.link.IsZero() {
+	if !p.transparent {
 		panic("pipeline: Pass on a link that impairs: " + p.link.String())
 	}
 	p.c.PacketsIn += packets
