@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // BenchmarkLoadCycle measures one full cold sample for a 10-object page on

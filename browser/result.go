@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Result is the measurement of one page load. Times are from navigation

@@ -15,7 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // fakeExe is an executable file that findExe accepts, so option tests do

@@ -22,7 +22,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
 

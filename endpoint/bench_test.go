@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // BenchmarkGoodput measures loopback goodput per protocol: each iteration

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint/content"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Default limits of a Fetch.

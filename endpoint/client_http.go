@@ -15,7 +15,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // httpClient dials HTTP/1.1 and HTTP/2 connections through net/http's

@@ -10,7 +10,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // quicIdle is the QUIC idle timeout: longer than the request watchdog's, so

@@ -11,7 +11,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // rawEchoSize is the body size of the raw protocol's /echo: the size of

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // The control protocol lets a controller (the runner, in another network

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func TestControlProtocol(t *testing.T) {

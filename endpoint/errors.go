@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // MismatchError reports that a connection or response did not use what the

@@ -16,7 +16,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func TestServerGoneMidTransfer(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // expectedALPN is the application protocol each protocol must negotiate.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // syncBuffer is a goroutine-safe bytes.Buffer.

@@ -31,7 +31,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // ServerConfig configures a server. The zero value serves every protocol on

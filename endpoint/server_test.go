@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func bookWait(b *statsBook, addr string, d time.Duration) (model.TransportStats, error) {

@@ -7,7 +7,7 @@ import (
 	"net"
 	"syscall"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func tcpStats(*net.TCPConn) (model.TransportStats, error) {

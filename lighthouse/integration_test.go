@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/model"
 )
 
 // testPage is a tiny page with text, a stylesheet and an image.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Cell and sample counts of the built-in plans, computed by hand from the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/emu/trace"
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/internal/sites"
+	"github.com/quicbench/quicbench/model"
 )
 
 // The estimate of a run's duration is an order-of-magnitude model, not a

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // mustEstimate is EstimateSample of c with the given timeout; an error

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // protoUnsupported says why a test cannot run over a protocol ("" if it can).

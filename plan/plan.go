@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Defaults of plan-level fields.

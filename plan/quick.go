@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // QuickIterations is the iteration count of every test in a Quick variant.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Test names, as written in plans and stored in model.Cell.Test.

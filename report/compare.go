@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/stats"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // The runner's per-sample overhead, as stored with each sample, is

@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/stats"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // builder assembles a deterministic synthetic dataset for the tests.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/store"
 )
 

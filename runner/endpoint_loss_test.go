@@ -6,7 +6,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/forward"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
 

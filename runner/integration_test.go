@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/cli"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/cli"
 	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Step is one sample to take: a cell and an iteration (-1 for warm-up), and

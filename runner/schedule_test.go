@@ -3,7 +3,7 @@ package runner
 import (
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func cellsForTest() []model.Cell {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // cellPair adds two cells (h2, h3) of one group to ds with the given values

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Verdict is the outcome of a comparison of A with B.

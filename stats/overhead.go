@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Spread is a distribution of durations by nearest rank: its median, 95th

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func TestSpreadOf(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // A QUIC connection traced without events reports its PTO count as

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // BenchmarkInsertSample measures the cost of storing one sample the way the

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 const (

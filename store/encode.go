@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Sample metrics and timeline points are stored as JSON text, which

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // LoadDataset reads everything about a run: the run, its cells in plan

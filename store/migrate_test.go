@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // oldDatabase writes a database whose schema the first version migrations

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Run statuses accepted by CreateRun and UpdateRunStatus.

@@ -8,7 +8,7 @@ import (
 	"math"
 
 	"github.com/quicbench/quicbench/emu"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // sampleInsertSQL lists the typed columns of samples; sampleArgs gives the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // TestBrowserClientsDispatch checks that chromium and lighthouse samples go

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Chunk is one received piece of a response: when it arrived (ns from the

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint"
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/internal/sites"
+	"github.com/quicbench/quicbench/model"
 )
 
 // startServer runs the real endpoint server on loopback.

@@ -5,7 +5,7 @@ package main
 import (
 	"os"
 
-	"github.com/quicbench/quicbench/internal/cli"
+	"github.com/quicbench/quicbench/cli"
 )
 
 func main() {

@@ -21,7 +21,7 @@ import (
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/quicbench/quicbench/endpoint/raw"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // ALPN of HTTP/3.

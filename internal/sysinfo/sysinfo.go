@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 // Version is quicbench's version; release builds set it with -ldflags.

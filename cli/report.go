@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/report"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"

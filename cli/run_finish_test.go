@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/workload"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/quicbench/quicbench/endpoint"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func runEndpointCLI(t *testing.T, stdin io.Reader, args ...string) (code int, stdout, stderr string) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )

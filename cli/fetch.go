@@ -27,7 +27,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
-	"github.com/quicbench/quicbench/internal/model"
+	"github.com/quicbench/quicbench/model"
 )
 
 func init() { Register("fetch", newFetchCommand) }

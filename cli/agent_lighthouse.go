@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
-	"github.com/quicbench/quicbench/internal/model"
 	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
