@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -24,7 +25,7 @@ const testObjects = 10
 func requireChromium(t testing.TB) {
 	t.Helper()
 	if _, err := findExe(""); err != nil {
-		t.Skipf("chromium is not installed (%v): skipping the real-browser test", err)
+		testsupport.Unavailable(t, "chromium is not installed (%v): skipping the real-browser test", err)
 	}
 }
 

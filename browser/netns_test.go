@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -22,10 +23,10 @@ import (
 func newNetNS(t *testing.T) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("creating a network namespace needs root")
+		testsupport.Unavailable(t, "creating a network namespace needs root")
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("ip(8) is not installed")
+		testsupport.Unavailable(t, "ip(8) is not installed")
 	}
 	b := make([]byte, 4)
 	rand.Read(b)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/forward"
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // These tests build real testbeds and veth pairs (root; CI is root). They
@@ -19,7 +20,7 @@ import (
 func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
+		testsupport.Unavailable(t, "needs root (network namespaces)")
 	}
 	if testing.Short() {
 		t.Skip("namespace test skipped in -short mode")

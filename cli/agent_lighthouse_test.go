@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
@@ -20,7 +21,7 @@ import (
 func TestLighthouseLoader(t *testing.T) {
 	requireChromiumCLI(t)
 	if _, err := lighthouse.Find(); err != nil {
-		t.Skipf("Lighthouse is not installed (%v): skipping", err)
+		testsupport.Unavailable(t, "Lighthouse is not installed (%v): skipping", err)
 	}
 	profiles, target := browserTestbed(t)
 	ex := &workload.Executor{Lighthouse: lighthouseLoader()}

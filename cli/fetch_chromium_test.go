@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/quicbench/quicbench/browser"
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // requireChromiumCLI skips the test when no Chromium binary is installed
@@ -20,7 +21,7 @@ func requireChromiumCLI(t *testing.T) {
 			return
 		}
 	}
-	t.Skip("chromium is not installed: skipping the real-browser test")
+	testsupport.Unavailable(t, "chromium is not installed: skipping the real-browser test")
 }
 
 // chromiumJSON is one page of fetch --client chromium --json.

@@ -5,12 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // Bad plans fail fast, name the problem and create no database.
 func TestRunRejectsBadPlans(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("quicbench run checks for root first")
+		testsupport.Unavailable(t, "quicbench run checks for root first")
 	}
 	dir := t.TempDir()
 	cases := map[string]struct{ yaml, want string }{

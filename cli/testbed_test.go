@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/netns"
 )
 
 func requireRootCLI(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
+		testsupport.Unavailable(t, "needs root (network namespaces)")
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/endpoint/certs"
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
@@ -92,7 +93,7 @@ type testbedRig struct {
 func newTestbedRig(t testing.TB, link string) *testbedRig {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces)")
+		testsupport.Unavailable(t, "needs root (network namespaces)")
 	}
 	if testing.Short() {
 		t.Skip("testbed test skipped in -short mode")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // fakeNode puts a node on PATH (ahead of the real one) that prints version
@@ -198,7 +200,7 @@ func TestParseNodeVersion(t *testing.T) {
 func TestFindRepository(t *testing.T) {
 	inst, err := Find()
 	if err != nil {
-		t.Skipf("Lighthouse not installed: %v", err)
+		testsupport.Unavailable(t, "Lighthouse not installed: %v", err)
 	}
 	if inst.Version != Version {
 		t.Errorf("found Lighthouse %s at %s, quicbench pins %s", inst.Version, inst.CLI, Version)

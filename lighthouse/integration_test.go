@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 )
@@ -52,7 +53,7 @@ func testPNG(t *testing.T) []byte {
 func TestRunChromium(t *testing.T) {
 	inst, err := lighthouse.Find()
 	if err != nil {
-		t.Skipf("Lighthouse not installed: %v", err)
+		testsupport.Unavailable(t, "Lighthouse not installed: %v", err)
 	}
 	pic := testPNG(t)
 	var served = make(chan string, 100)
@@ -89,7 +90,7 @@ func TestRunChromium(t *testing.T) {
 		Output:          &chromeLog,
 	})
 	if errors.Is(err, browser.ErrNoBrowser) {
-		t.Skipf("no Chromium: %v", err)
+		testsupport.Unavailable(t, "no Chromium: %v", err)
 	}
 	if err != nil {
 		t.Logf("Chromium's output:\n%s", chromeLog.String())

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // fakeDevTools serves /json/version on 127.0.0.1 like a browser's DevTools
@@ -393,7 +395,7 @@ func TestRunContextCancel(t *testing.T) {
 func TestFlagsExist(t *testing.T) {
 	inst, err := Find()
 	if err != nil {
-		t.Skipf("Lighthouse not installed: %v", err)
+		testsupport.Unavailable(t, "Lighthouse not installed: %v", err)
 	}
 	src, err := os.ReadFile(filepath.Join(filepath.Dir(inst.CLI), "cli-flags.js"))
 	if err != nil {

@@ -30,7 +30,7 @@ import (
 func requireRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root (network namespaces and TUN devices)")
+		testsupport.Unavailable(t, "needs root (network namespaces and TUN devices)")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // artifactDir is where the browser test keeps its screenshots: the
@@ -37,7 +38,7 @@ func chromiumPath(t *testing.T) string {
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p
 	}
-	t.Skip("chromium is not installed (Debian package chromium): cannot run the browser test")
+	testsupport.Unavailable(t, "chromium is not installed (Debian package chromium): cannot run the browser test")
 	return ""
 }
 

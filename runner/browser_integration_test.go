@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/store"
 )
@@ -68,6 +69,6 @@ func checkChromiumSamples(t *testing.T, db string, ds *model.Dataset) map[string
 func needChromium(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("chromium"); err != nil {
-		t.Skip("chromium is not installed (apt-get install chromium)")
+		testsupport.Unavailable(t, "chromium is not installed (apt-get install chromium)")
 	}
 }

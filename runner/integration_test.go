@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/cli"
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
@@ -43,7 +44,7 @@ func TestMain(m *testing.M) {
 func needRoot(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root for network namespaces")
+		testsupport.Unavailable(t, "needs root for network namespaces")
 	}
 	if testing.Short() {
 		t.Skip("integration test (slow); skipped with -short")
@@ -337,12 +338,12 @@ func TestStudyPlansQuick(t *testing.T) {
 			for _, c := range mustCells(t, p) {
 				if model.IsBrowser(c.Client) {
 					if _, err := exec.LookPath("chromium"); err != nil {
-						t.Skip("chromium is not installed")
+						testsupport.Unavailable(t, "chromium is not installed")
 					}
 				}
 				if c.Client == model.ClientLighthouse {
 					if _, err := lighthouse.Find(); err != nil {
-						t.Skipf("Lighthouse is not installed: %v", err)
+						testsupport.Unavailable(t, "Lighthouse is not installed: %v", err)
 					}
 				}
 			}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // inFreshNetNS runs fn on a thread moved to a new, empty network namespace;
@@ -15,7 +17,7 @@ import (
 func inFreshNetNS(t *testing.T, fn func() error) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		testsupport.Unavailable(t, "needs root")
 	}
 	done := make(chan error, 1)
 	go func() {

@@ -2,13 +2,13 @@ package pipeline
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/emu/trace"
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 func traceLink(t *testing.T, content, extra string) (*Pipeline, *emu.Pool) {
@@ -68,16 +68,13 @@ func TestTraceWithDelayAndQueue(t *testing.T) {
 // TestRealTraceSchedule saturates a real cellular trace: every delivery
 // must happen exactly at one of the file's opportunities.
 func TestRealTraceSchedule(t *testing.T) {
-	const file = "/work/shared/traces/TMobile-LTE-short.up"
-	if _, err := os.Stat(file); err != nil {
-		t.Skip("trace not available")
-	}
+	file := testsupport.TracePath(t, "TMobile-LTE-short.up")
 	tr, err := trace.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := tr.Timestamps()
-	p, pool := build(t, "trace "+file+" limit 100000", 1)
+	p, pool := build(t, fmt.Sprintf("trace %q limit 100000", file), 1)
 	got := drive(t, p, pool, every(5000, 0, 0, 1500), true)
 	for i, d := range got {
 		if want := emu.Time(ts[i]) * ms; d.at != want {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 func TestParseValid(t *testing.T) {
@@ -136,11 +138,12 @@ func TestNewValidates(t *testing.T) {
 // TestRealTraces loads the cellular traces shipped for tests and checks
 // their capacity is that of a cellular link (0.1 to 100 Mbit/s on average).
 func TestRealTraces(t *testing.T) {
-	files, _ := filepath.Glob("/work/shared/traces/*.up")
-	down, _ := filepath.Glob("/work/shared/traces/*.down")
+	dir := filepath.Join(testsupport.SharedDir(t), "traces")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.up"))
+	down, _ := filepath.Glob(filepath.Join(dir, "*.down"))
 	files = append(files, down...)
 	if len(files) == 0 {
-		t.Skip("no traces in /work/shared/traces")
+		testsupport.Unavailable(t, "no traces in %s", dir)
 	}
 	for _, f := range files {
 		tr, err := Load(f)

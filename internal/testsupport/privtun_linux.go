@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -70,8 +71,21 @@ func RunAsNobody(dir string, env []string, args ...string) (string, error) {
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(withoutRequire(os.Environ()), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// withoutRequire drops RequireEnv from an environment: a test binary run as
+// nobody is a helper whose outcome its parent checks, and its own
+// prerequisite checks (root above all) must skip, not fail, there.
+func withoutRequire(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, RequireEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
