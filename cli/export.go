@@ -63,7 +63,7 @@ or DuckDB in one line.`,
 			if outDir == "" {
 				outDir = strings.TrimSuffix(path, filepath.Ext(path)) + "-export"
 			}
-			db, err := store.OpenExisting(path)
+			db, err := store.OpenReadOnly(path)
 			if err != nil {
 				return Usage(err, "give the results database written by quicbench run")
 			}

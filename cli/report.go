@@ -147,7 +147,7 @@ func loadRun(ctx context.Context, path string, runID int64) (*model.Dataset, rep
 	if _, err := os.Stat(path); err != nil {
 		return nil, none, Usage(fmt.Errorf("results database %s: %w", path, err), "give the database written by quicbench run")
 	}
-	db, err := store.OpenExisting(path)
+	db, err := store.OpenReadOnly(path)
 	if err != nil {
 		return nil, none, Usage(err, "give the database written by quicbench run")
 	}

@@ -177,7 +177,7 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 // report atomically ("-": to stdout), with the run-level warnings and the
 // browser version as quicbench report shows them.
 func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bool) error {
-	db, err := store.OpenExisting(dbPath)
+	db, err := store.OpenReadOnly(dbPath)
 	if err != nil {
 		return err
 	}

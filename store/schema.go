@@ -202,40 +202,53 @@ ALTER TABLE samples ADD COLUMN prep_ns INTEGER NOT NULL DEFAULT 0;  -- part of o
 `,
 }
 
+// schemaState reads which schema version the database holds. An empty
+// database (no tables at all) is version 0 with empty set; a database with
+// tables but no schema_version table is not quicbench's; one newer than
+// this quicbench knows is refused. It only reads.
+func schemaState(ctx context.Context, q querier) (current int, empty bool, err error) {
+	var hasVersion int
+	err = q.QueryRowContext(ctx,
+		`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'`).Scan(&hasVersion)
+	if err != nil {
+		return 0, false, err
+	}
+	if hasVersion == 0 {
+		var others int
+		err := q.QueryRowContext(ctx,
+			`SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'`).Scan(&others)
+		if err != nil {
+			return 0, false, err
+		}
+		if others > 0 {
+			return 0, false, fmt.Errorf("not a quicbench database (it has %d tables or indexes but no schema_version table)", others)
+		}
+		return 0, true, nil
+	}
+	var v sql.NullInt64
+	if err := q.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
+		return 0, false, err
+	}
+	current = int(v.Int64)
+	if current > len(migrations) {
+		return 0, false, fmt.Errorf("database schema version %d is newer than this quicbench knows (%d): use a newer quicbench to read it", current, len(migrations))
+	}
+	return current, false, nil
+}
+
 // migrate brings the schema up to the newest version in one transaction.
 func (db *DB) migrate(ctx context.Context) error {
 	return db.withTx(ctx, func(tx *sql.Tx) error {
-		var hasVersion int
-		err := tx.QueryRowContext(ctx,
-			`SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_version'`).Scan(&hasVersion)
+		current, empty, err := schemaState(ctx, tx)
 		if err != nil {
 			return err
 		}
-		current := 0
-		if hasVersion == 0 {
-			var others int
-			err := tx.QueryRowContext(ctx,
-				`SELECT count(*) FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%'`).Scan(&others)
-			if err != nil {
-				return err
-			}
-			if others > 0 {
-				return fmt.Errorf("not a quicbench database (it has %d tables or indexes but no schema_version table)", others)
-			}
+		if empty {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE schema_version (
 				version    INTEGER PRIMARY KEY,
 				applied_ns INTEGER NOT NULL)`); err != nil {
 				return err
 			}
-		} else {
-			var v sql.NullInt64
-			if err := tx.QueryRowContext(ctx, `SELECT max(version) FROM schema_version`).Scan(&v); err != nil {
-				return err
-			}
-			current = int(v.Int64)
-		}
-		if current > len(migrations) {
-			return fmt.Errorf("database schema version %d is newer than this quicbench knows (%d): use a newer quicbench to read it", current, len(migrations))
 		}
 		for v := current; v < len(migrations); v++ {
 			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {

@@ -50,23 +50,43 @@ type DB struct {
 	r *sql.DB
 	// ins are InsertSample's statements, prepared on w's connection.
 	ins insertStmts
+	// tmpDir holds the private migrated copy that OpenReadOnly reads for
+	// a database of an older schema; Close removes it. Empty otherwise.
+	tmpDir string
 }
 
 // busyTimeout is how long a statement waits for another connection or
 // process to release the database lock before failing with SQLITE_BUSY.
 const busyTimeout = 30 * time.Second
 
+// openMode says what open may do to the file it is given.
+type openMode int
+
+const (
+	modeCreate   openMode = iota // create the file if missing; migrate
+	modeExisting                 // the file must exist; migrate
+	modeReadOnly                 // the file must exist; never written
+)
+
 // Open opens the database at path, creating it if it does not exist, and
 // brings its schema up to date. It fails if the file is not a quicbench
 // database or was written by a newer quicbench with a schema this one does
-// not know.
-func Open(path string) (*DB, error) { return open(path, true) }
+// not know; in both cases the file is left exactly as it was.
+func Open(path string) (*DB, error) { return open(path, modeCreate) }
 
-// OpenExisting is Open for a database that must already exist (export,
-// report, resume): a missing file is an error instead of a new database.
-func OpenExisting(path string) (*DB, error) { return open(path, false) }
+// OpenExisting is Open for a database that must already exist (resume): a
+// missing file is an error instead of a new database.
+func OpenExisting(path string) (*DB, error) { return open(path, modeExisting) }
 
-func open(path string, create bool) (*DB, error) {
+// OpenReadOnly opens an existing database for reading only (report,
+// export, compare): nothing is ever written to the file, not even a change
+// of journal mode. A database written by an older quicbench is read
+// through a migrated private copy in the temporary directory, removed by
+// Close; the file itself stays at its version. Writing through the
+// returned DB fails.
+func OpenReadOnly(path string) (*DB, error) { return open(path, modeReadOnly) }
+
+func open(path string, mode openMode) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
@@ -78,9 +98,23 @@ func open(path string, create bool) (*DB, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("store: %s is a directory, not a database file", path)
 		}
+		// Check what the file is before anything may write to it: a
+		// file that is not quicbench's, or is newer, is refused untouched.
+		current, empty, err := checkSchema(abs)
+		if err != nil {
+			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
+		if mode == modeReadOnly {
+			if empty {
+				return nil, fmt.Errorf("store: %s: an empty file, not a quicbench database", path)
+			}
+			if current < len(migrations) {
+				return openMigratedCopy(path, abs, current)
+			}
+		}
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("store: %w", err)
-	} else if !create {
+	} else if mode != modeCreate {
 		return nil, fmt.Errorf("store: %s: no such database file", path)
 	}
 
@@ -96,10 +130,15 @@ func open(path string, create bool) (*DB, error) {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	if !create {
-		q.Set("mode", "rw") // SQLite URI parameter: never create the file
+	switch mode {
+	case modeReadOnly:
+		q.Set("mode", "ro") // SQLite URI parameter: never write the file
+	case modeExisting:
+		q.Set("mode", "rw") // never create the file
+	}
+	if mode != modeReadOnly {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
 	}
 	u := url.URL{Scheme: "file", Path: abs}
 	dsnW := u.String() + "?" + q.Encode() + "&_txlock=immediate"
@@ -114,9 +153,11 @@ func open(path string, create bool) (*DB, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	db := &DB{path: path, w: w}
-	if err := db.migrate(context.Background()); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: %s: %w", path, err)
+	if mode != modeReadOnly {
+		if err := db.migrate(context.Background()); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
 	}
 	if err := db.prepareInserts(context.Background()); err != nil {
 		db.ins.close()
@@ -134,6 +175,68 @@ func open(path string, create bool) (*DB, error) {
 	return db, nil
 }
 
+// checkSchema reads, through a read-only connection that changes nothing
+// in the file, which schema version the database at abs holds.
+func checkSchema(abs string) (current int, empty bool, err error) {
+	u := url.URL{Scheme: "file", Path: abs}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	c, err := sql.Open("sqlite", u.String()+"?"+q.Encode())
+	if err != nil {
+		return 0, false, err
+	}
+	defer c.Close()
+	current, empty, err = schemaState(context.Background(), c)
+	if err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_NOTADB {
+			return 0, false, errors.New("not a quicbench database (not an SQLite file)")
+		}
+	}
+	return current, empty, err
+}
+
+// openMigratedCopy serves OpenReadOnly for a database of an older schema:
+// SQLite copies it (VACUUM INTO, which reads the file and its write-ahead
+// log without writing either) into a private temporary file, which is
+// migrated and opened read-only; Close removes it.
+func openMigratedCopy(path, abs string, from int) (*DB, error) {
+	dir, err := os.MkdirTemp("", "quicbench-read-")
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: a private copy to read schema version %d: %w", path, from, err)
+	}
+	cp := filepath.Join(dir, "copy.db")
+	fail := func(err error) (*DB, error) {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("store: %s: reading schema version %d through a migrated copy: %w", path, from, err)
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
+	src, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return fail(err)
+	}
+	_, err = src.Exec(`VACUUM INTO ?`, cp)
+	src.Close()
+	if err != nil {
+		return fail(err)
+	}
+	mdb, err := open(cp, modeExisting)
+	if err != nil {
+		return fail(err)
+	}
+	if err := mdb.Close(); err != nil {
+		return fail(err)
+	}
+	db, err := open(cp, modeReadOnly)
+	if err != nil {
+		return fail(err)
+	}
+	db.path = path
+	db.tmpDir = dir
+	return db, nil
+}
+
 // Path is the file name the database was opened with.
 func (db *DB) Path() string { return db.path }
 
@@ -145,6 +248,11 @@ func (db *DB) Close() error {
 	err := db.r.Close()
 	if err2 := db.w.Close(); err == nil {
 		err = err2
+	}
+	if db.tmpDir != "" {
+		if err2 := os.RemoveAll(db.tmpDir); err == nil {
+			err = err2
+		}
 	}
 	return err
 }
