@@ -38,6 +38,35 @@ func (e *NavigationError) Error() string {
 	return fmt.Sprintf("browser: loading %s failed: %s", e.URL, e.ErrorText)
 }
 
+// IncompleteLoadError reports a page load whose load event had not ended
+// when the measurement was read (Load waits up to LoadEventWait after the
+// navigation for it): the page load time does not exist, and a zero in its
+// place would read as an instant load. Load returns it together with the
+// Result (its Load is zero); the caller stores the sample as invalid.
+type IncompleteLoadError struct {
+	URL    string
+	Waited time.Duration // how long after the navigation Load waited for the event
+}
+
+func (e *IncompleteLoadError) Error() string {
+	return fmt.Sprintf("browser: %s: the load event had not ended %v after the navigation (no page load time)", e.URL, e.Waited)
+}
+
+// InvalidLoad returns the error in err's chain that says a page load
+// happened but did not measure what was asked (a *ProtocolMismatchError or
+// an *IncompleteLoadError), or nil: such a sample is invalid, not failed.
+func InvalidLoad(err error) error {
+	var mm *ProtocolMismatchError
+	if errors.As(err, &mm) {
+		return mm
+	}
+	var il *IncompleteLoadError
+	if errors.As(err, &il) {
+		return il
+	}
+	return nil
+}
+
 // Mismatch is one resource that was fetched with another protocol than the
 // one asked for.
 type Mismatch struct {

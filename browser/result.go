@@ -57,19 +57,21 @@ type Result struct {
 }
 
 // Metrics returns the scalar metrics of the load, by name, for
-// model.Sample.Metrics: ttfb_ms, dcl_ms, load_ms, fcp_ms, lcp_ms (both
-// omitted when the page painted nothing), resources, cached_resources,
-// transfer_bytes, body_bytes.
+// model.Sample.Metrics: ttfb_ms, dcl_ms, load_ms (omitted when the load
+// event never ended), fcp_ms, lcp_ms (both omitted when the page painted
+// nothing), resources, cached_resources, transfer_bytes, body_bytes.
 func (r *Result) Metrics() map[string]float64 {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	m := map[string]float64{
 		"ttfb_ms":          ms(r.TTFB),
 		"dcl_ms":           ms(r.DOMContentLoaded),
-		"load_ms":          ms(r.Load),
 		"resources":        float64(len(r.Resources)),
 		"cached_resources": float64(r.CachedResources),
 		"transfer_bytes":   float64(r.TransferBytes),
 		"body_bytes":       float64(r.BodyBytes),
+	}
+	if r.Load > 0 {
+		m["load_ms"] = ms(r.Load)
 	}
 	if r.FCP > 0 {
 		m["fcp_ms"] = ms(r.FCP)
@@ -80,9 +82,27 @@ func (r *Result) Metrics() map[string]float64 {
 	return m
 }
 
+// LoadEventWait is how long after the navigation Load waits for the load
+// event to end before it reads the page's timings (collectJS: 400 polls 5
+// ms apart).
+const LoadEventWait = 2 * time.Second
+
 // check returns a *ProtocolMismatchError when any resource used another
-// protocol than r.Protocol.
+// protocol than r.Protocol, else an *IncompleteLoadError when the load
+// event never ended.
 func (r *Result) check() error {
+	if err := r.checkProtocols(); err != nil {
+		return err
+	}
+	if r.Load <= 0 {
+		return &IncompleteLoadError{URL: r.URL, Waited: LoadEventWait}
+	}
+	return nil
+}
+
+// checkProtocols returns a *ProtocolMismatchError when any resource used
+// another protocol than r.Protocol.
+func (r *Result) checkProtocols() error {
 	var bad []Mismatch
 	for _, res := range r.Resources {
 		if res.Protocol != r.Protocol {

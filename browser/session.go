@@ -305,6 +305,8 @@ func Load(ctx context.Context, opts Options) (*Result, error) {
 // and returns the page's measurements. Errors:
 //   - *ProtocolMismatchError, returned with the complete Result, when any
 //     resource used another protocol than the session's;
+//   - *IncompleteLoadError, returned with the Result, when the load event
+//     had not ended LoadEventWait after the navigation;
 //   - *TimeoutError when the page did not load within Options.Timeout (the
 //     navigation is stopped; the session stays usable);
 //   - *NavigationError when Chromium failed the navigation itself;

@@ -228,6 +228,24 @@ func TestResultConversion(t *testing.T) {
 	if err := r.check(); err != nil {
 		t.Errorf("all h3, but %v", err)
 	}
+
+	// A load event that never ended: no page load time, an invalid load.
+	raw.Nav.Load = 0
+	r = raw.result("h3", nil)
+	r.Resources = r.Resources[:1]
+	var il *IncompleteLoadError
+	if err := r.check(); !errors.As(err, &il) || il.Waited != LoadEventWait {
+		t.Fatalf("check of a load without loadEventEnd: %v, want *IncompleteLoadError", err)
+	}
+	if bad := InvalidLoad(fmt.Errorf("connection warm: %w", r.check())); bad != il && bad.Error() != il.Error() {
+		t.Errorf("InvalidLoad through a wrapper = %v", bad)
+	}
+	if _, ok := r.Metrics()["load_ms"]; ok {
+		t.Errorf("load_ms present without a load event: %v", r.Metrics())
+	}
+	if InvalidLoad(errors.New("net::ERR_CONNECTION_REFUSED")) != nil {
+		t.Error("InvalidLoad of an ordinary failure is not nil")
+	}
 }
 
 func TestMismatchMessageIsBounded(t *testing.T) {

@@ -51,7 +51,10 @@ func browserLoader() workload.BrowserLoader {
 				res.Metrics[k] = v
 			}
 			// page load time: the load event's end, from navigation start
-			res.Metrics["plt_ms"] = float64(br.Load) / 1e6
+			// (absent, and the sample invalid, when it never ended)
+			if br.Load > 0 {
+				res.Metrics["plt_ms"] = float64(br.Load) / 1e6
+			}
 			res.Metrics["connection_reused"] = 0
 			if br.ConnectionReused {
 				res.Metrics["connection_reused"] = 1
@@ -72,9 +75,8 @@ func browserLoader() workload.BrowserLoader {
 			res.Resources = primer.Resources
 			res.Negotiated = primer.Negotiated
 		}
-		var mm *browser.ProtocolMismatchError
-		if errors.As(err, &mm) {
-			reason := mm.Error()
+		if bad := browser.InvalidLoad(err); bad != nil {
+			reason := bad.Error()
 			if br == nil && primer != nil {
 				reason = "priming load: " + reason
 			}
