@@ -238,7 +238,17 @@ type lineSeries struct {
 // linesChart draws timelines; with legend, the legend sits at the top left
 // and the y axis gets headroom for it.
 func linesChart(title, caption string, series []lineSeries, xlabel, ylabel string, legend bool, w, h vg.Length) chart {
+	return linesChartX(title, caption, series, xlabel, ylabel, legend, 0, w, h)
+}
+
+// linesChartX is linesChart with the x axis drawn from 0 to xmax when xmax
+// is positive, so that panels meant to be read side by side share one
+// time axis.
+func linesChartX(title, caption string, series []lineSeries, xlabel, ylabel string, legend bool, xmax float64, w, h vg.Length) chart {
 	p := newPlot(xlabel, ylabel)
+	if xmax > 0 {
+		p.X.Min, p.X.Max = 0, xmax
+	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs = vg.Points(4)
 	ymax := math.Inf(-1)

@@ -404,16 +404,45 @@ func groupCDF(g *stats.Group) chart {
 
 // holCharts draws, for the representative sample of each protocol, the
 // cumulative bytes received per stream over time (from "hol" bins, or from
-// "chunks" when a sample has chunks of several streams and no bins).
+// "chunks" when a sample has chunks of several streams and no bins). The
+// panels of one configuration share one time axis, so that the protocols
+// can be compared at a glance.
 func holCharts(g *stats.Group) (chartGroup, bool) {
 	cg := chartGroup{Title: "Head-of-line blocking: bytes received per stream, " + g.Label()}
+	panels, xmax := holPanels(g)
+	for _, p := range panels {
+		cg.Charts = append(cg.Charts, linesChartX(p.title, "", p.lines, "time (ms)", "received (KiB)", len(p.lines) <= 8, xmax, vg.Points(330), vg.Points(220)))
+	}
+	return cg, len(cg.Charts) > 0
+}
+
+// holPanel is one protocol's head-of-line chart before drawing.
+type holPanel struct {
+	title string
+	lines []lineSeries
+}
+
+// holMinAxis is the shortest time axis of a head-of-line chart (ms): a
+// transfer that ended within its first bin still gets an axis that starts
+// at 0, not one centred on it.
+const holMinAxis = 1.0
+
+// holPanels builds the head-of-line panels of g and the end of their
+// common time axis (ms): the latest point of any of them. A point of the
+// cumulative curve is drawn at the end of its bin, when the bytes in it
+// had arrived (the bin width is the spacing of the series' bins; a series
+// of one bin or of chunks is drawn at its points' times).
+func holPanels(g *stats.Group) ([]holPanel, float64) {
+	var out []holPanel
+	xmax := holMinAxis
 	for _, cs := range g.Cells {
 		s := cs.Representative()
 		if s == nil {
 			continue
 		}
 		streams := seriesOf(s, model.SeriesHOL)
-		if len(streams) == 0 {
+		binned := len(streams) > 0
+		if !binned {
 			if ch := seriesOf(s, model.SeriesChunks); len(ch) > 1 {
 				streams = ch
 			}
@@ -423,19 +452,36 @@ func holCharts(g *stats.Group) (chartGroup, bool) {
 		}
 		var lines []lineSeries
 		for i, st := range streams {
+			var bin float64
+			if binned && len(st.Points) > 1 {
+				bin = float64(st.Points[1].T-st.Points[0].T) / 1e6
+			}
 			pts := make(plotter.XYs, 0, len(st.Points)+1)
 			pts = append(pts, plotter.XY{X: 0, Y: 0})
 			var cum float64
 			for _, p := range st.Points {
 				cum += p.V
-				pts = append(pts, plotter.XY{X: float64(p.T) / 1e6, Y: cum / 1024})
+				x := float64(p.T)/1e6 + bin
+				pts = append(pts, plotter.XY{X: x, Y: cum / 1024})
+				xmax = math.Max(xmax, x)
 			}
-			lines = append(lines, lineSeries{name: "stream " + st.Label, color: hexColor(categorical[i%len(categorical)]), pts: pts})
+			lines = append(lines, lineSeries{name: streamName(st.Label), color: hexColor(categorical[i%len(categorical)]), pts: pts})
 		}
-		title := fmt.Sprintf("%s · iteration %d (median sample)", cs.Cell.Protocol, s.Iteration)
-		cg.Charts = append(cg.Charts, linesChart(title, "", lines, "time (ms)", "received (KiB)", len(lines) <= 8, vg.Points(330), vg.Points(220)))
+		out = append(out, holPanel{
+			title: fmt.Sprintf("%s · iteration %d (median sample)", cs.Cell.Protocol, s.Iteration),
+			lines: lines,
+		})
 	}
-	return cg, len(cg.Charts) > 0
+	return out, xmax
+}
+
+// streamName is a legend entry for a stream's series: its label, which
+// the workload writes as "stream N", or "stream " and the bare id.
+func streamName(label string) string {
+	if strings.HasPrefix(label, "stream ") {
+		return label
+	}
+	return "stream " + label
 }
 
 // seriesOf returns the sample's series of a kind, sorted by label, each

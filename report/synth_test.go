@@ -172,7 +172,7 @@ func smallDataset() *model.Dataset {
 	for _, proto := range []string{"h2", "h3"} {
 		b.add(mux, proto, n, func(i int) float64 { return map[string]float64{"h2": 420, "h3": 330}[proto] * b.noise(i) }, func(s *model.Sample) {
 			for st := range 4 {
-				se := model.Series{Kind: model.SeriesHOL, Label: fmt.Sprint(st)}
+				se := model.Series{Kind: model.SeriesHOL, Label: fmt.Sprintf("stream %d", st)}
 				for bin := range 30 {
 					v := 8000.0
 					if proto == "h2" && bin >= 10 && bin < 16 { // a stall of every stream

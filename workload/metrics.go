@@ -38,6 +38,29 @@ func GoodputMbps(bytes int64, d time.Duration) float64 {
 	return float64(bytes) * 8 / d.Seconds() / 1e6
 }
 
+// HOLMaxBins is about how many bins a head-of-line timeline has: the bin
+// width adapts to the transfer's duration so that a 10 ms transfer and a
+// 16 s one are both drawn in enough detail, and no stored timeline grows
+// without bound.
+const HOLMaxBins = 100
+
+// HOLBinFor returns the bin width (ns) of the head-of-line timelines of a
+// transfer whose last byte arrived at last (ns from the sample start): the
+// smallest width of the 1-2-5 series from 100 us up that gives at most
+// HOLMaxBins bins.
+func HOLBinFor(last int64) int64 {
+	bin := int64(100 * time.Microsecond)
+	for steps := 0; last/bin >= HOLMaxBins; steps++ {
+		switch steps % 3 {
+		case 0, 2: // 1 -> 2, 5 -> 10
+			bin *= 2
+		case 1: // 2 -> 5
+			bin = bin / 2 * 5
+		}
+	}
+	return bin
+}
+
 // Bins sums the bytes of chunks into fixed bins of width binNs starting at
 // time 0 and returns one point per bin from 0 to the bin of the last chunk
 // (empty bins included, so stalls show as zeros). Chunks with negative times

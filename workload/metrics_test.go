@@ -92,3 +92,22 @@ func TestSegmentArrivals(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+func TestHOLBinFor(t *testing.T) {
+	ms := int64(time.Millisecond)
+	for _, tt := range []struct{ last, want int64 }{
+		{0, ms / 10},
+		{9 * ms, ms / 10},       // 90 bins of 100 us
+		{10 * ms, ms / 5},       // 100 bins would be too many: 200 us
+		{50 * ms, ms},           // 50 bins of 1 ms (500 us would give 100)
+		{16_000 * ms, 200 * ms}, // 80 bins
+	} {
+		got := HOLBinFor(tt.last)
+		if got != tt.want {
+			t.Errorf("HOLBinFor(%v) = %v, want %v", time.Duration(tt.last), time.Duration(got), time.Duration(tt.want))
+		}
+		if n := tt.last/got + 1; n > HOLMaxBins {
+			t.Errorf("HOLBinFor(%v): %d bins", time.Duration(tt.last), n)
+		}
+	}
+}
