@@ -173,7 +173,7 @@ func (r *run) analyzeProbes(dir int, label string, idle bool, col *collector, re
 func proportion(name string, p float64, k, n int, judged bool) Figure {
 	lo, hi := clopperPearson(k, n, 0.05)
 	f := Figure{Name: name, Unit: "%", Configured: ptr(100 * p), Measured: 100 * float64(k) / float64(n),
-		Low: ptr(100 * lo), High: ptr(100 * hi), Tolerance: "in 99.9% CI", Status: StatusOK}
+		Low: ptr(100 * lo), High: ptr(100 * hi), Tolerance: "judged at 99.9% CI (95% CI shown)", Status: StatusOK}
 	if !judged {
 		f.Status, f.Tolerance = StatusInfo, "-"
 		return f
