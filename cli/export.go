@@ -82,6 +82,6 @@ or DuckDB in one line.`,
 	f.StringVar(&format, "format", store.FormatCSV, "file format: "+strings.Join(store.Formats, ", "))
 	f.StringSliceVar(&tables, "table", nil, "export only these tables (repeatable or comma-separated): "+strings.Join(store.Tables, ", "))
 	f.Int64Var(&runID, "run", 0, "export only this run (default: every run in the database)")
-	f.StringVarP(&outDir, "output", "o", "", "output directory (default: RESULTS-export next to the database)")
+	outputFlag(cmd, &outDir, "output directory (default: RESULTS-export next to the database)")
 	return cmd
 }

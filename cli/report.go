@@ -30,9 +30,26 @@ type reportFlags struct {
 	seed        uint64
 }
 
-func (f *reportFlags) register(cmd *cobra.Command, outHelp string) {
+// outputAliases are earlier spellings of -o/--output (run's --out), still
+// accepted so that existing scripts keep working, but hidden from the help
+// so that the help shows one spelling.
+var outputAliases = []string{"out"}
+
+// outputFlag registers -o/--output on cmd, storing its value in p: the one
+// spelling of the output flag of run, report, compare and export. The
+// outputAliases are registered as hidden flags bound to the same variable.
+func outputFlag(cmd *cobra.Command, p *string, usage string) {
 	fl := cmd.Flags()
-	fl.StringVarP(&f.out, "output", "o", "", outHelp)
+	fl.StringVarP(p, "output", "o", "", usage)
+	for _, old := range outputAliases {
+		fl.StringVar(p, old, "", usage+" (old spelling of --output)")
+		_ = fl.MarkHidden(old)
+	}
+}
+
+func (f *reportFlags) register(cmd *cobra.Command, outHelp string) {
+	outputFlag(cmd, &f.out, outHelp)
+	fl := cmd.Flags()
 	fl.BoolVar(&f.text, "text", false, "print the terminal summary to standard output (and write HTML only if -o is given)")
 	fl.IntVar(&f.maxCharts, "max-charts", 8, "configurations per test that get their own CDF, timeline and waterfall figures")
 	fl.IntVar(&f.maxHeatmaps, "max-heatmaps", 12, "heatmaps per test")

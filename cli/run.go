@@ -106,10 +106,10 @@ At the end a terminal summary is printed and an HTML report is written next to t
 			return finishRun(env, opts.DB, sum, err, finishFlags{report: reportPath, noReport: noReport, jsonl: jsonl, quiet: quiet})
 		},
 	}
+	outputFlag(cmd, &out, "database to create (default: PLAN.db)")
 	f := cmd.Flags()
 	f.StringVarP(&planArg, "plan", "p", "", "built-in plan name or plan file (YAML)")
 	f.BoolVar(&quick, "quick", false, "run the plan's quick variant (fewer iterations and grid points, every test kept)")
-	f.StringVarP(&out, "out", "o", "", "database to create (default: PLAN.db)")
 	f.StringVar(&resume, "resume", "", "continue the interrupted run stored in this database")
 	f.Uint64Var(&seed, "seed", 0, "run seed (overrides the plan's)")
 	f.StringVar(&reportPath, "report", "", "HTML report to write at the end (default: the database name with .html; - for standard output)")
