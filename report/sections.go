@@ -43,8 +43,12 @@ type transportRow struct {
 type cmpRow struct {
 	Group, Pair, MedA, MedB, Rel   string
 	Paired, PWelch, P, Cliff, Rule string
+	Family, Method, MinP           string
 	Verdict, Class                 string
 	Why                            []string // transport medians of A / B
+	// Worst describes the variant with failures ranked worst ("" when the
+	// failure rates do not differ): its test, p-value and verdict.
+	Worst, WorstClass string
 }
 
 // why lists the transport medians of both sides of a comparison, the
@@ -289,9 +293,20 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
 			tv.Comparisons = append(tv.Comparisons, cmpRow{Group: g.Label(), Pair: pairName(c),
 				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired,
 				PWelch: pval(c.PWelch), P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
-				Verdict: c.Text(), Class: verdictClass(c), Why: why(c)})
+				Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
+				Verdict: c.Text(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
 		}
 	}
+}
+
+// worstText describes the failures-ranked-worst variant of a comparison
+// whose sides failed at different rates; "" otherwise.
+func worstText(c *stats.Comparison) string {
+	f := c.Failures
+	if !f.Differs {
+		return ""
+	}
+	return fmt.Sprintf("with failures as worst: %s (%s, p %s, min p %s)", c.WorstText(), f.Worst.Label(), pval(f.WorstP), pval(f.WorstMinP))
 }
 
 func signed(v float64) string {
