@@ -256,6 +256,12 @@ type Comparison struct {
 	// interval; NaN without pairs.
 	PairedDiff   float64
 	PairedDiffCI Interval
+	// HL is the Hodges-Lehmann estimate of the centre of the paired
+	// differences, with its interval inverted from the signed-rank test at
+	// Config.Level (HodgesLehmann); NaN without pairs, and an interval of
+	// NaN when the pairs are too few for the level.
+	HL   float64
+	HLCI Interval
 	// RelDiff is (median A - median B) / median B.
 	RelDiff float64
 	Welch   TTest
@@ -340,7 +346,7 @@ type pairKey struct {
 func Compare(a, b *CellStats, c Config) *Comparison {
 	c = c.WithDefaults()
 	av, bv := a.Values(), b.Values()
-	cmp := &Comparison{A: a, B: b, RelDiff: math.NaN(), PairedDiff: math.NaN(), PairedDiffCI: nanInterval}
+	cmp := &Comparison{A: a, B: b, RelDiff: math.NaN(), PairedDiff: math.NaN(), PairedDiffCI: nanInterval, HL: math.NaN(), HLCI: nanInterval}
 	if mb := b.Summary.Median; mb != 0 && !math.IsNaN(mb) {
 		cmp.RelDiff = (a.Summary.Median - mb) / math.Abs(mb)
 	}
@@ -376,6 +382,7 @@ func Compare(a, b *CellStats, c Config) *Comparison {
 		slices.Sort(diffs)
 		cmp.PairedDiff = QuantileSorted(diffs, 0.5)
 		cmp.PairedDiffCI = BootstrapMedianCI(diffs, c.Level, c.Resamples, c.Seed, StreamOf(a.Cell.Key+"\x00"+b.Cell.Key))
+		cmp.HL, cmp.HLCI = HodgesLehmann(diffs, c.Level)
 		n := float64(len(diffs))
 		cmp.Rule.AShare, cmp.Rule.BShare = float64(aWins)/n, float64(bWins)/n
 		switch {

@@ -3,6 +3,7 @@ package stats
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -229,5 +230,47 @@ func TestFisherExactTextbook(t *testing.T) {
 	}
 	if !math.IsNaN(FisherExact(-1, 0, 0, 0)) {
 		t.Error("negative count accepted")
+	}
+}
+
+func TestHodgesLehmann(t *testing.T) {
+	// 1..5: Walsh averages 1, 1.5, 2, 2, 2.5, 2.5, 3, 3, 3, 3.5, 3.5, 4,
+	// 4, 4.5, 5; median 3. At 95% even the extreme Walsh averages cover
+	// only 1 - 2/32 = 93.75%: no interval. At 90% k = 1: [1, 5].
+	d := []float64{3, 1, 5, 2, 4}
+	est, ci := HodgesLehmann(d, 0.95)
+	if est != 3 || ci.Valid() {
+		t.Errorf("1..5 at 95%%: %v %+v, want 3 and no interval", est, ci)
+	}
+	if _, ci := HodgesLehmann(d, 0.90); ci != (Interval{1, 5}) {
+		t.Errorf("1..5 at 90%%: %+v, want [1, 5]", ci)
+	}
+	// n = 10 at 95%: the critical value of the signed-rank test is 8
+	// (P(T <= 8) = 25/1024 = 0.0244, P(T <= 9) = 0.0322), so the interval
+	// runs from the 9th smallest to the 9th largest of 55 Walsh averages.
+	d = []float64{-2.1, 0.4, 1.3, 2.2, 2.9, 3.3, 4.8, 5.1, 6.6, 12}
+	var walsh []float64
+	for i := range d {
+		for j := i; j < len(d); j++ {
+			walsh = append(walsh, (d[i]+d[j])/2)
+		}
+	}
+	slices.Sort(walsh)
+	est, ci = HodgesLehmann(d, 0.95)
+	if est != walsh[27] || ci != (Interval{walsh[8], walsh[46]}) {
+		t.Errorf("n=10: %v %+v, want %v [%v, %v]", est, ci, walsh[27], walsh[8], walsh[46])
+	}
+	if est, _ := HodgesLehmann(nil, 0.95); !math.IsNaN(est) {
+		t.Error("empty")
+	}
+	// normal approximation for many pairs: the interval holds the estimate
+	rng := rand.New(rand.NewPCG(8, 9))
+	d = make([]float64, 200)
+	for i := range d {
+		d[i] = 5 + rng.NormFloat64()
+	}
+	est, ci = HodgesLehmann(d, 0.95)
+	if !ci.Contains(est) || ci.Hi-ci.Lo > 0.5 || !ci.Contains(5) {
+		t.Errorf("n=200: %v %+v", est, ci)
 	}
 }
