@@ -41,11 +41,11 @@ type transportRow struct {
 }
 
 type cmpRow struct {
-	Group, Pair, MedA, MedB, Rel   string
-	Paired, PWelch, P, Cliff, Rule string
-	Family, Method, MinP           string
-	Verdict, Class                 string
-	Why                            []string // transport medians of A / B
+	Group, Pair, MedA, MedB, Rel string
+	Paired, HL, PWelch, P, Cliff string
+	Rule, Family, Method, MinP   string
+	Verdict, Class               string
+	Why                          []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
 	Worst, WorstClass string
@@ -290,8 +290,12 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
 			if c.Pairs > 0 {
 				paired = fmt.Sprintf("%s %s (%d pairs)", signed(c.PairedDiff), interval(c.PairedDiffCI), c.Pairs)
 			}
+			hl := "–"
+			if !math.IsNaN(c.HL) {
+				hl = signed(c.HL) + " " + interval(c.HLCI)
+			}
 			tv.Comparisons = append(tv.Comparisons, cmpRow{Group: g.Label(), Pair: pairName(c),
-				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired,
+				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired, HL: hl,
 				PWelch: pval(c.PWelch), P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
 				Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
 				Verdict: c.Text(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
