@@ -809,7 +809,11 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 					case stats.NoDifference:
 						label += " n.s."
 					case stats.Insufficient:
-						label = "too few"
+						// the effect stays visible where the design cannot decide
+						label += " too few"
+						if math.IsNaN(c.RelDiff) || math.IsInf(c.RelDiff, 0) {
+							label = "too few"
+						}
 					}
 					cells = append(cells, heatCell{x: slices.Index(xv, value(g, xf)), y: slices.Index(yv, value(g, yf)), color: heatColor(c), label: label})
 				}
@@ -822,7 +826,7 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 				title += " · " + facet
 			}
 			a, b, _ := strings.Cut(pair, " vs ")
-			caption := fmt.Sprintf("(median %s − median %s) / median %s. Red: QUIC significantly better; blue: TCP significantly better; white (n.s.): no significant difference; deeper colour = larger ratio, saturating at 2×.", a, b, b)
+			caption := fmt.Sprintf("(median %s − median %s) / median %s. Red: QUIC significantly better; blue: TCP significantly better; white (n.s.): no significant difference; grey (too few): the design cannot reach significance; deeper colour = larger ratio, saturating at 2×.", a, b, b)
 			tv.Heatmaps = append(tv.Heatmaps, heatmapChart(title, caption, xf, xv, yf, yv, cells))
 		}
 	}
