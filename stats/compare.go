@@ -341,8 +341,8 @@ type pairKey struct {
 // Compare compares two cells measured with the same metric. Samples are
 // paired when they have the same iteration and emulator seed. The
 // correction for multiplicity is left for AdjustFamily, which needs the
-// whole family; until then the comparison is a family of one (P and PWelch
-// are the raw p-values).
+// whole family; until then the comparison is a family of one named
+// "single" (P and PWelch are the raw p-values).
 func Compare(a, b *CellStats, c Config) *Comparison {
 	c = c.WithDefaults()
 	av, bv := a.Values(), b.Values()
@@ -395,7 +395,7 @@ func Compare(a, b *CellStats, c Config) *Comparison {
 		}
 	}
 	cmp.Failures = compareFailures(a, b, c)
-	cmp.setFamily("", 1, 1, c.Alpha)
+	cmp.setFamily("single", 1, 1, c.Alpha)
 	cmp.P, cmp.PWelch, cmp.Failures.WorstP = cmp.Test.P, cmp.Welch.P, cmp.Failures.Worst.P
 	cmp.Decide(c.Alpha)
 	return cmp
