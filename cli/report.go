@@ -28,6 +28,7 @@ type reportFlags struct {
 	alpha       float64
 	resamples   int
 	seed        uint64
+	correction  string
 }
 
 // outputAliases are earlier spellings of -o/--output (run's --out), still
@@ -56,6 +57,7 @@ func (f *reportFlags) register(cmd *cobra.Command, outHelp string) {
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level after Holm's correction")
 	fl.IntVar(&f.resamples, "resamples", 2000, "bootstrap resamples for the intervals of medians")
 	fl.Uint64Var(&f.seed, "seed", 0, "bootstrap seed (0: the run's seed)")
+	fl.StringVar(&f.correction, "correction", stats.ScopeFamily, "scope of Holm's correction: family (one test and metric) or run (every comparison)")
 }
 
 func (f *reportFlags) options() (report.Options, error) {
@@ -66,12 +68,14 @@ func (f *reportFlags) options() (report.Options, error) {
 		return report.Options{}, Usage(fmt.Errorf("--max-heatmaps %d: must be at least 1", f.maxHeatmaps), "")
 	case !(f.alpha > 0 && f.alpha < 1):
 		return report.Options{}, Usage(fmt.Errorf("--alpha %v: must be between 0 and 1", f.alpha), "the usual value is 0.05")
+	case f.correction != stats.ScopeFamily && f.correction != stats.ScopeRun:
+		return report.Options{}, Usage(fmt.Errorf("--correction %q: must be family or run", f.correction), "family corrects within one test and metric; run over every comparison")
 	case f.resamples < 100:
 		return report.Options{}, Usage(fmt.Errorf("--resamples %d: too few for a 95%% interval", f.resamples), "use at least 1000; the default is 2000")
 	}
 	return report.Options{
 		MaxGroupCharts: f.maxCharts, MaxHeatmaps: f.maxHeatmaps,
-		Stats: stats.Config{Alpha: f.alpha, Resamples: f.resamples, Seed: f.seed},
+		Stats: stats.Config{Alpha: f.alpha, Resamples: f.resamples, Seed: f.seed, CorrectionScope: f.correction},
 	}, nil
 }
 

@@ -121,7 +121,7 @@ func diffRuns(a, b *model.Dataset, opts Options) (*runDiff, Options, error) {
 			d.onlyB = append(d.onlyB, cs.Cell.Key)
 		}
 	}
-	stats.AdjustHolm(cross, anA.Config.Alpha)
+	stats.AdjustFamily(cross, "matched cells", anA.Config.Alpha)
 	type cellPair struct{ x, y *stats.CellStats }
 	inB := map[cellPair]*stats.Comparison{}
 	for _, c := range anB.Comparisons {
@@ -141,7 +141,15 @@ func diffRuns(a, b *model.Dataset, opts Options) (*runDiff, Options, error) {
 }
 
 func crossText(c *stats.Comparison) string {
-	return c.Verdict.Text(labelB, labelA, c.A.Cell.HigherIsBetter)
+	s := c.Verdict.Text(labelB, labelA, c.A.Cell.HigherIsBetter)
+	for i, n := range c.Notes() {
+		if i == 0 && c.Verdict == stats.Insufficient && c.Needed > 0 {
+			s += " (" + n + ")"
+			continue
+		}
+		s += "; " + n
+	}
+	return s
 }
 
 func crossClass(c *stats.Comparison) string {
@@ -196,9 +204,9 @@ func CompareText(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 			fmt.Fprintf(ew, "%s: warning about the whole run: %s\n", side.label, termSafe(msg))
 		}
 	}
-	fmt.Fprintf(ew, "Matched %d cells (%d ignoring congestion control); only in A: %d; only in B: %d. Verdict: Mann-Whitney U, Holm over %d cells, alpha %g.\n\n",
+	fmt.Fprintf(ew, "Matched %d cells (%d ignoring congestion control); only in A: %d; only in B: %d. Verdict: signed-rank test where the runs' samples pair by iteration and seed, Mann-Whitney U otherwise, Holm over the %d matched cells, alpha %g.\n\n",
 		len(d.matches), d.loose, len(d.onlyA), len(d.onlyB), len(d.matches), d.anA.Config.Alpha)
-	rows := [][]string{{"TEST", "CONFIGURATION", "PROTOCOL", "MEDIAN A", "MEDIAN B", "CHANGE", "P(HOLM)", "VERDICT"}}
+	rows := [][]string{{"TEST", "CONFIGURATION", "PROTOCOL", "MEDIAN A", "MEDIAN B", "CHANGE", "P(HOLM)", "DECIDED BY", "VERDICT"}}
 	for _, m := range d.matches {
 		c := m.a.Cell
 		proto := c.Protocol
@@ -206,7 +214,7 @@ func CompareText(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 			proto += " (" + m.a.Cell.CC + " -> " + m.b.Cell.CC + ")"
 		}
 		rows = append(rows, []string{termSafe(c.Test), termSafe(cellLabel(c)), termSafe(proto),
-			num(m.a.Summary.Median), num(m.b.Summary.Median), pct(m.cmp.RelDiff), pval(m.cmp.P), crossText(m.cmp)})
+			num(m.a.Summary.Median), num(m.b.Summary.Median), pct(m.cmp.RelDiff), pval(m.cmp.P), m.cmp.Test.Label(), crossText(m.cmp)})
 	}
 	table(ew, rows)
 	if len(d.pairs) > 0 {
@@ -244,6 +252,7 @@ type compareRow struct {
 	MedB, MedBCI          string
 	NA, NB                int
 	Change, Paired, P     string
+	Method, MinP          string
 	Cliff, Verdict, Class string
 	Loose                 bool
 	RetrA, RetrB          string
@@ -303,7 +312,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 	}
 	pg := &comparePage{Title: title, CSS: styleCSS, Matched: len(d.matches), Loose: d.loose, OnlyA: d.onlyA, OnlyB: d.onlyB}
 	pg.Legend = []swatchView{{Name: "A", Color: template.CSS("background:" + categorical[0])}, {Name: "B", Color: template.CSS("background:" + categorical[1])}}
-	pg.Rule = fmt.Sprintf("Each cell of run B is compared with the same cell of run A: two-sided Mann-Whitney U test, p-values Holm-corrected over the %d matched cells, significant below α = %g. Samples are paired only when the two runs used the same emulator seeds.",
+	pg.Rule = fmt.Sprintf("Each cell of run B is compared with the same cell of run A: two-sided Wilcoxon signed-rank test of the paired differences where the runs' samples pair (same iteration and emulator seed, which needs the same run seed), otherwise the two-sided Mann-Whitney U test; p-values Holm-corrected over the %d matched cells, significant below α = %g; “too few samples” where the design cannot reach α after the correction.",
 		len(d.matches), d.anA.Config.Alpha)
 	pair := func(k, va, vb string) {
 		pg.Runs = append(pg.Runs, runRow{K: k, A: va, B: vb, Differs: va != vb})
@@ -412,7 +421,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 		row := compareRow{Test: c.Test, Group: cellLabel(c), Proto: c.Protocol,
 			MedA: num(m.a.Summary.Median), MedACI: interval(m.a.Summary.MedianCI), NA: m.a.Summary.N,
 			MedB: num(m.b.Summary.Median), MedBCI: interval(m.b.Summary.MedianCI), NB: m.b.Summary.N,
-			Change: pct(m.cmp.RelDiff), Paired: paired, P: pval(m.cmp.P), Cliff: cliff(m.cmp.Cliff, m.cmp.Magnitude),
+			Change: pct(m.cmp.RelDiff), Paired: paired, P: pval(m.cmp.P), Method: m.cmp.Test.Label(), MinP: pval(m.cmp.MinP), Cliff: cliff(m.cmp.Cliff, m.cmp.Magnitude),
 			Verdict: crossText(m.cmp), Class: crossClass(m.cmp), Loose: m.loose,
 			RetrA: count(m.a.Transport.Retransmits), RetrB: count(m.b.Transport.Retransmits),
 			RTTA: num(m.a.Transport.SmoothedRTTms), RTTB: num(m.b.Transport.SmoothedRTTms)}

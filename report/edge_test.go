@@ -22,8 +22,9 @@ func TestDegenerateDatasets(t *testing.T) {
 
 	constant := newBuilder(5)
 	cspec := cellSpec{scenario: "flat", test: "latency", metric: "rtt", unit: "ms"}
-	constant.add(cspec, "h2", 4, func(int) float64 { return 10 }, nil)
-	constant.add(cspec, "h3", 4, func(int) float64 { return 10 }, nil)
+	// 8 pairs: enough for the design to reach 0.05 (4 would be too few)
+	constant.add(cspec, "h2", 8, func(int) float64 { return 10 }, nil)
+	constant.add(cspec, "h3", 8, func(int) float64 { return 10 }, nil)
 
 	nonFinite := newBuilder(6)
 	nspec := cellSpec{scenario: "odd", test: "download", metric: "time", unit: "ms"}
@@ -116,6 +117,39 @@ func TestNiceTicks(t *testing.T) {
 		}
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
 			t.Errorf("ticks(%v, %v) = %v, want %v", c.lo, c.hi, got, c.want)
+		}
+	}
+}
+
+// A protocol that times out far more often than the other: the verdict
+// carries it, and the variant with failures ranked worst stands beside it
+// in the terminal summary and the HTML report.
+func TestFailureAwareVerdict(t *testing.T) {
+	b := newBuilder(7)
+	spec := cellSpec{scenario: "loss-5", test: "download", metric: "time", unit: "ms"}
+	b.add(spec, "h2", 30, func(i int) float64 {
+		if i%5 == 0 {
+			return math.NaN()
+		}
+		return 100 + float64(i%6)
+	}, nil)
+	b.add(spec, "h3", 30, func(i int) float64 { return 101 + float64(i%6) }, nil)
+	var h, txt bytes.Buffer
+	if err := HTML(&h, b.ds, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Text(&txt, b.ds, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	note := "h2 timed out 6 of 30, h3 0 of 30 (Fisher p 0.024)"
+	for _, want := range []string{"TCP faster; " + note, "failures as worst", "signed-rank exact, 30 pairs", "no significant difference", "download (1)"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("text summary lacks %q:\n%s", want, txt.String())
+		}
+	}
+	for _, want := range []string{note, `<tr class="worst">`, "h3 vs h2, failures as worst", "with failures as worst: no significant difference (signed-rank exact, 30 pairs"} {
+		if !strings.Contains(h.String(), want) {
+			t.Errorf("HTML lacks %q", want)
 		}
 	}
 }

@@ -136,6 +136,24 @@ func verdictClass(c *stats.Comparison) string {
 	return "ns"
 }
 
+// familyText names the family a comparison's p-value was corrected in,
+// with its size: "download (2)", "run (18)".
+func familyText(c *stats.Comparison) string {
+	if c.FamilySize == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%s (%d)", c.Family, c.FamilySize)
+}
+
+// verdictMethod states, for the terminal, how verdicts are decided.
+func verdictMethod(cfg stats.Config, n int) string {
+	fam := "within each family (one test and metric)"
+	if cfg.CorrectionScope == stats.ScopeRun {
+		fam = fmt.Sprintf("over all %d comparisons of the run", n)
+	}
+	return fmt.Sprintf("Verdict: Wilcoxon signed-rank test of the pairs (same iteration and seed), Mann-Whitney U when unpaired, Holm-corrected %s, alpha %g; too few samples where the design cannot reach alpha.", fam, cfg.Alpha)
+}
+
 // pairName is "h3 vs h2".
 func pairName(c *stats.Comparison) string {
 	return c.A.Cell.Protocol + " vs " + c.B.Cell.Protocol

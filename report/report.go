@@ -133,7 +133,17 @@ type scoreRow struct {
 type verdictRow struct {
 	Test, Anchor, Group, Pair string
 	MedA, MedB, Rel, P, Cliff string
+	Family, Method, MinP      string
 	Rule, Verdict, Class      string
+	Worst                     bool // the variant with failures ranked worst
+}
+
+// worstClass is the CSS class of the failures-ranked-worst variant's
+// verdict, as verdictClass is of the main verdict.
+func worstClass(c *stats.Comparison) string {
+	v := *c
+	v.Verdict = c.Failures.WorstVerdict
+	return verdictClass(&v)
 }
 
 type failureRow struct {
@@ -174,10 +184,18 @@ func fmtTime(t time.Time) string {
 }
 
 func ruleStatement(cfg stats.Config, n int) string {
-	return fmt.Sprintf("Verdict: two-sided Mann-Whitney U test on the primary metric, p-values Holm-corrected over all %d comparisons of this report, significant below α = %g; "+
-		"the direction follows Cliff's δ (times: lower is better; goodput: higher is better). "+
-		"Page-load rule (study B): a protocol is better when it is at least %.0f%% better in at least %.0f%% of the paired runs (same iteration, same emulator seed); otherwise a tie.",
-		n, cfg.Alpha, 100*cfg.Margin, 100*cfg.Share)
+	fam := "within its family (the comparisons of one test and metric, across configurations and protocol pairs; the family and its size stand beside every p-value)"
+	if cfg.CorrectionScope == stats.ScopeRun {
+		fam = fmt.Sprintf("over all %d comparisons of this report", n)
+	}
+	return fmt.Sprintf("Verdict: two-sided Wilcoxon signed-rank test of the paired differences (the protocols of one iteration share the emulator seed; exact sign-flip distribution up to %d pairs), "+
+		"or the two-sided Mann-Whitney U test where the samples are not paired; p-values Holm-corrected %s, significant below α = %g; "+
+		"the direction follows the test's statistic (times: lower is better; goodput: higher is better). "+
+		"“Too few samples” where even the most extreme outcome could not reach α after the correction (min p: the smallest p-value of the test for its sample sizes times the family size), with the pairs needed; "+
+		"“no significant difference” only where the design could have reached α. "+
+		"Where the protocols failed at different rates (Fisher's exact test below α, or rates %.0f points apart) the verdict says so, and a second row ranks the failures as the worst values. "+
+		"Page-load rule (study B): a protocol is better when it is at least %.0f%% better in at least %.0f%% of the paired runs (same iteration, same emulator seed); otherwise a tie. See docs/statistics.md.",
+		stats.MaxExactPairs, fam, cfg.Alpha, 100*cfg.FailGap, 100*cfg.Margin, 100*cfg.Share)
 }
 
 func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, error) {
@@ -230,8 +248,17 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 					Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c),
 					MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff),
 					P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
+					Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
 					Verdict: c.Text(), Class: verdictClass(c),
 				})
+				if f := c.Failures; f.Differs {
+					pg.Verdicts = append(pg.Verdicts, verdictRow{
+						Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c) + ", failures as worst",
+						MedA: "–", MedB: "–", Rel: "–", P: pval(f.WorstP), Cliff: "–", Rule: "–",
+						Family: familyText(c), Method: f.Worst.Label(), MinP: pval(f.WorstMinP),
+						Verdict: c.WorstText(), Class: worstClass(c), Worst: true,
+					})
+				}
 			}
 		}
 		pg.Score = append(pg.Score, sr)
@@ -257,11 +284,21 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 	pg.StatsCfg = []kv{
 		{"confidence level", fmt.Sprintf("%g", c.Level)},
 		{"significance level (after Holm)", fmt.Sprintf("%g", c.Alpha)},
+		{"Holm correction within", scopeText(c.CorrectionScope)},
+		{"failure rates noted from", fmt.Sprintf("Fisher p < %g or %.0f points apart", c.Alpha, 100*c.FailGap)},
 		{"bootstrap resamples", strconv.Itoa(c.Resamples)},
 		{"bootstrap seed", strconv.FormatUint(c.Seed, 10)},
 		{"page-load rule", fmt.Sprintf("≥%.0f%% better in ≥%.0f%% of pairs", 100*c.Margin, 100*c.Share)},
 	}
 	return pg, nil
+}
+
+// scopeText describes a correction scope.
+func scopeText(scope string) string {
+	if scope == stats.ScopeRun {
+		return "the run (all comparisons)"
+	}
+	return "families: one test and metric"
 }
 
 func orDash(s string) string {

@@ -41,10 +41,14 @@ type transportRow struct {
 }
 
 type cmpRow struct {
-	Group, Pair, MedA, MedB, Rel   string
-	Paired, PWelch, P, Cliff, Rule string
-	Verdict, Class                 string
-	Why                            []string // transport medians of A / B
+	Group, Pair, MedA, MedB, Rel string
+	Paired, HL, PWelch, P, Cliff string
+	Rule, Family, Method, MinP   string
+	Verdict, Class               string
+	Why                          []string // transport medians of A / B
+	// Worst describes the variant with failures ranked worst ("" when the
+	// failure rates do not differ): its test, p-value and verdict.
+	Worst, WorstClass string
 }
 
 // why lists the transport medians of both sides of a comparison, the
@@ -286,12 +290,27 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
 			if c.Pairs > 0 {
 				paired = fmt.Sprintf("%s %s (%d pairs)", signed(c.PairedDiff), interval(c.PairedDiffCI), c.Pairs)
 			}
+			hl := "–"
+			if !math.IsNaN(c.HL) {
+				hl = signed(c.HL) + " " + interval(c.HLCI)
+			}
 			tv.Comparisons = append(tv.Comparisons, cmpRow{Group: g.Label(), Pair: pairName(c),
-				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired,
+				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired, HL: hl,
 				PWelch: pval(c.PWelch), P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
-				Verdict: c.Text(), Class: verdictClass(c), Why: why(c)})
+				Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
+				Verdict: c.Text(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
 		}
 	}
+}
+
+// worstText describes the failures-ranked-worst variant of a comparison
+// whose sides failed at different rates; "" otherwise.
+func worstText(c *stats.Comparison) string {
+	f := c.Failures
+	if !f.Differs {
+		return ""
+	}
+	return fmt.Sprintf("with failures as worst: %s (%s, p %s, min p %s)", c.WorstText(), f.Worst.Label(), pval(f.WorstP), pval(f.WorstMinP))
 }
 
 func signed(v float64) string {
@@ -836,7 +855,11 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 					case stats.NoDifference:
 						label += " n.s."
 					case stats.Insufficient:
-						label = "too few"
+						// the effect stays visible where the design cannot decide
+						label += " too few"
+						if math.IsNaN(c.RelDiff) || math.IsInf(c.RelDiff, 0) {
+							label = "too few"
+						}
 					}
 					cells = append(cells, heatCell{x: slices.Index(xv, value(g, xf)), y: slices.Index(yv, value(g, yf)), color: heatColor(c), label: label})
 				}
@@ -849,7 +872,7 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 				title += " · " + facet
 			}
 			a, b, _ := strings.Cut(pair, " vs ")
-			caption := fmt.Sprintf("(median %s − median %s) / median %s. Red: QUIC significantly better; blue: TCP significantly better; white (n.s.): no significant difference; deeper colour = larger ratio, saturating at 2×.", a, b, b)
+			caption := fmt.Sprintf("(median %s − median %s) / median %s. Red: QUIC significantly better; blue: TCP significantly better; white (n.s.): no significant difference; grey (too few): the design cannot reach significance; deeper colour = larger ratio, saturating at 2×.", a, b, b)
 			tv.Heatmaps = append(tv.Heatmaps, heatmapChart(title, caption, xf, xv, yf, yv, cells))
 		}
 	}

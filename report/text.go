@@ -14,9 +14,12 @@ import (
 )
 
 // Text writes a terminal summary of ds to w: per configuration the median of
-// each protocol, then each comparison's difference, adjusted p-value,
-// verdict and page-load rule outcome, in aligned columns; then the failed
-// samples and validity warnings.
+// each protocol, then each comparison's difference, adjusted p-value with
+// its family and size, the test that decided, the verdict (with the pairs
+// a design too small would need and any difference in failures) and the
+// page-load rule outcome, in aligned columns; under a comparison whose
+// sides failed at different rates, its variant with failures ranked worst.
+// Then the failed samples and validity warnings.
 func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 	if ds == nil {
 		return errors.New("report: nil dataset")
@@ -44,14 +47,14 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 		fmt.Fprintf(ew, "%s%s: %s\n", strings.ToUpper(r.K[:1]), r.K[1:], r.V)
 	}
 	c := an.Config
-	fmt.Fprintf(ew, "Medians per protocol. Verdict: Mann-Whitney U, Holm-corrected over %d comparisons, alpha %g. Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
-		len(an.Comparisons), c.Alpha, 100*c.Margin, 100*c.Share)
+	fmt.Fprintf(ew, "Medians per protocol. %s Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
+		verdictMethod(c, len(an.Comparisons)), 100*c.Margin, 100*c.Share)
 
 	head := []string{"TEST", "CONFIGURATION", "METRIC"}
 	for _, p := range protos {
 		head = append(head, termSafe(strings.ToUpper(p)))
 	}
-	head = append(head, "COMPARISON", "DIFF", "P(HOLM)", "VERDICT", "10%/70% RULE")
+	head = append(head, "COMPARISON", "DIFF", "P(HOLM)", "FAMILY", "DECIDED BY", "VERDICT", "10%/70% RULE")
 	rows := [][]string{head}
 	for _, g := range an.Groups {
 		cell := g.Cells[0].Cell
@@ -68,7 +71,7 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 			row = append(row, v)
 		}
 		if len(g.Comparisons) == 0 {
-			rows = append(rows, append(row, "", "", "", "", ""))
+			rows = append(rows, append(row, "", "", "", "", "", "", ""))
 			continue
 		}
 		for i, cmp := range g.Comparisons {
@@ -77,7 +80,13 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 					row[k] = ""
 				}
 			}
-			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), pval(cmp.P), termSafe(cmp.Text()), termSafe(ruleText(cmp, c))))
+			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), pval(cmp.P),
+				termSafe(familyText(cmp)), cmp.Test.Label(), termSafe(cmp.Text()), termSafe(ruleText(cmp, c))))
+			if f := cmp.Failures; f.Differs {
+				blank := make([]string, len(row))
+				rows = append(rows, append(blank, "  failures as worst", "", pval(f.WorstP),
+					termSafe(familyText(cmp)), f.Worst.Label(), termSafe(cmp.WorstText()), ""))
+			}
 		}
 	}
 	table(ew, rows)

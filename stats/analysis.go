@@ -18,7 +18,8 @@ type Analysis struct {
 	Cells  []*CellStats // in plan order
 	Groups []*Group     // in plan order of their first cell
 	Tests  []*TestSet   // in plan order of their first cell
-	// Comparisons are all comparisons of all groups, adjusted together.
+	// Comparisons are all comparisons of all groups, adjusted within their
+	// families (Config.CorrectionScope).
 	Comparisons []*Comparison
 }
 
@@ -113,7 +114,8 @@ type TestSet struct {
 	Tree *Tree
 }
 
-// Analyze computes summaries, comparisons (Holm-adjusted over all of them),
+// Analyze computes summaries, comparisons (Holm-adjusted within their
+// families: one per test set, or the whole run, after Config.CorrectionScope),
 // page-load rule outcomes and decision trees for ds. It fails on a dataset
 // that is not self-consistent (duplicate cell ids or keys, samples of unknown
 // cells), naming the offending item.
@@ -127,6 +129,9 @@ func Analyze(ds *model.Dataset, c Config) (*Analysis, error) {
 	}
 	if c.Alpha <= 0 || c.Alpha >= 1 {
 		return nil, fmt.Errorf("stats: alpha %v is not in (0, 1)", c.Alpha)
+	}
+	if c.CorrectionScope != ScopeFamily && c.CorrectionScope != ScopeRun {
+		return nil, fmt.Errorf("stats: correction scope %q is neither %q nor %q", c.CorrectionScope, ScopeFamily, ScopeRun)
 	}
 	if c.Resamples < 0 {
 		return nil, fmt.Errorf("stats: %d bootstrap resamples", c.Resamples)
@@ -230,7 +235,30 @@ func Analyze(ds *model.Dataset, c Config) (*Analysis, error) {
 	for _, g := range a.Groups {
 		g.Best = bestByRule(g)
 	}
-	AdjustHolm(a.Comparisons, c.Alpha)
+	// families: the comparisons of one test set (one test and metric), or
+	// all of them
+	familyOf := map[*Group]string{}
+	for _, t := range a.Tests {
+		for _, g := range t.Groups {
+			familyOf[g] = t.Name
+		}
+	}
+	if c.CorrectionScope == ScopeRun {
+		AdjustFamily(a.Comparisons, ScopeRun, c.Alpha)
+	} else {
+		var names []string
+		fam := map[string][]*Comparison{}
+		for i, j := range jobs {
+			n := familyOf[j.g]
+			if _, ok := fam[n]; !ok {
+				names = append(names, n)
+			}
+			fam[n] = append(fam[n], a.Comparisons[i])
+		}
+		for _, n := range names {
+			AdjustFamily(fam[n], n, c.Alpha)
+		}
+	}
 	for _, t := range a.Tests {
 		t.Tree = BuildTree(t.Groups)
 	}

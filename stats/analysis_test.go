@@ -81,9 +81,13 @@ func TestAnalyzeVerdicts(t *testing.T) {
 	if loss.BestLabel() != "h3" {
 		t.Errorf("best = %q, want h3", loss.BestLabel())
 	}
+	// The paired design decides: the signed-rank test of 19 pairs.
+	if c.Test.Method != SignedRankExact || c.Test.N1 != 19 || c.Family != "download" || c.FamilySize != 2 {
+		t.Errorf("test %s, family %q (%d), want signed-rank exact, 19 pairs, download (2)", c.Test.Label(), c.Family, c.FamilySize)
+	}
 	// Holm over a family of two: the adjusted p is at least the raw one.
-	if c.P < c.MWU.P || c.P > 2*c.MWU.P+1e-15 {
-		t.Errorf("adjusted p %v vs raw %v", c.P, c.MWU.P)
+	if c.P < c.Test.P || c.P > 2*c.Test.P+1e-15 {
+		t.Errorf("adjusted p %v vs raw %v", c.P, c.Test.P)
 	}
 	base := a.Groups[1].Comparisons[0]
 	if base.Verdict != NoDifference || base.Text() != "no significant difference" {
@@ -127,7 +131,7 @@ func TestAnalyzeTooFewSamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := a.Comparisons[0]; c.Verdict != Insufficient || !math.IsNaN(c.P) || c.Text() != "too few samples" {
+	if c := a.Comparisons[0]; c.Verdict != Insufficient || !math.IsNaN(c.P) || c.Text() != "too few samples (needs 6 pairs)" {
 		t.Errorf("verdict %q p %v", c.Text(), c.P)
 	}
 }

@@ -1,8 +1,10 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/quicbench/quicbench/model"
 )
@@ -150,6 +152,99 @@ func summarizeTransport(samples []*model.Sample) TransportSummary {
 	}
 }
 
+// Method is the test that decides a comparison.
+type Method int
+
+// Methods.
+const (
+	NoTest            Method = iota // fewer than two valid samples on a side: nothing tested
+	SignedRankExact                 // Wilcoxon signed-rank test of the paired differences, exact sign-flip distribution
+	SignedRankNormal                // the same, normal approximation (more than MaxExactPairs pairs)
+	MannWhitneyExact                // Mann-Whitney U test, exact distribution
+	MannWhitneyNormal               // Mann-Whitney U test, normal approximation
+)
+
+// String names the method as the report prints it.
+func (m Method) String() string {
+	switch m {
+	case SignedRankExact:
+		return "signed-rank exact"
+	case SignedRankNormal:
+		return "signed-rank normal"
+	case MannWhitneyExact:
+		return "Mann-Whitney exact"
+	case MannWhitneyNormal:
+		return "Mann-Whitney normal"
+	}
+	return "none"
+}
+
+// Paired reports whether the method tests paired differences.
+func (m Method) Paired() bool { return m == SignedRankExact || m == SignedRankNormal }
+
+// Test is one two-sided test of A against B: which test, on how many
+// values, its p-value before correction, the smallest p-value its design
+// can give, and the direction of the difference.
+type Test struct {
+	Method Method
+	// N1 and N2 are the number of pairs (both) for a paired test, the
+	// sample sizes of A and B for Mann-Whitney.
+	N1, N2 int
+	P      float64 // two-sided p-value before correction; NaN without a test
+	// MinP is the smallest two-sided p-value the test can give with these
+	// sizes, whatever the values (SignFlipMinP, MannWhitneyMinP); 1
+	// without a test.
+	MinP float64
+	Dir  int // -1: A tends to be lower than B; +1: higher; 0: neither
+}
+
+// Label describes the test for the reader: "signed-rank exact, 12 pairs",
+// "Mann-Whitney exact, 5+4", "none".
+func (t Test) Label() string {
+	switch {
+	case t.Method == NoTest:
+		return t.Method.String()
+	case t.Method.Paired():
+		return fmt.Sprintf("%s, %d pairs", t.Method, t.N1)
+	}
+	return fmt.Sprintf("%s, %d+%d", t.Method, t.N1, t.N2)
+}
+
+// PairedDesign reports whether a comparison whose sides have na and nb
+// values, pairs of them matched by iteration and seed, is tested as paired:
+// at least two pairs, holding at least half of the values of each side.
+// Otherwise (partners failed, a resumed run lost them, runs with different
+// seeds) the sides are compared as independent samples.
+func PairedDesign(pairs, na, nb int) bool { return pairs >= 2 && 2*pairs >= max(na, nb) }
+
+// runTest tests A's values av against B's bv, or their paired differences
+// diffs when the design is paired.
+func runTest(av, bv, diffs []float64) Test {
+	if len(av) < 2 || len(bv) < 2 {
+		return Test{Method: NoTest, P: math.NaN(), MinP: 1}
+	}
+	if n := len(diffs); PairedDesign(n, len(av), len(bv)) {
+		sr := SignedRank(diffs)
+		m := SignedRankExact
+		if !sr.Exact && (sr.N > 0 || n > MaxExactPairs) {
+			m = SignedRankNormal
+		}
+		return Test{Method: m, N1: n, N2: n, P: sr.P, MinP: SignFlipMinP(n), Dir: sr.Dir()}
+	}
+	u := MannWhitney(av, bv)
+	m := MannWhitneyNormal
+	if u.Exact {
+		m = MannWhitneyExact
+	}
+	dir := 0
+	if d := CliffsDelta(av, bv); d < 0 {
+		dir = -1
+	} else if d > 0 {
+		dir = 1
+	}
+	return Test{Method: m, N1: len(av), N2: len(bv), P: u.P, MinP: MannWhitneyMinP(len(av), len(bv)), Dir: dir}
+}
+
 // Comparison compares cell A with cell B on their primary metric. Differences
 // are A - B. A is the QUIC cell when exactly one of the two runs over QUIC.
 type Comparison struct {
@@ -161,20 +256,69 @@ type Comparison struct {
 	// interval; NaN without pairs.
 	PairedDiff   float64
 	PairedDiffCI Interval
+	// HL is the Hodges-Lehmann estimate of the centre of the paired
+	// differences, with its interval inverted from the signed-rank test at
+	// Config.Level (HodgesLehmann); NaN without pairs, and an interval of
+	// NaN when the pairs are too few for the level.
+	HL   float64
+	HLCI Interval
 	// RelDiff is (median A - median B) / median B.
 	RelDiff float64
 	Welch   TTest
 	MWU     UTest
-	// PWelch and P are the Holm-adjusted p-values of Welch and of
-	// Mann-Whitney over the family of comparisons (set by AdjustHolm).
+	// Test is the test that decides the verdict: Wilcoxon's signed-rank
+	// test of the paired differences when the design is paired
+	// (PairedDesign), Mann-Whitney's U test of the valid values otherwise.
+	Test Test
+	// Family names the comparisons whose p-values were corrected together
+	// (AdjustFamily); FamilySize is the number of tests in it.
+	Family     string
+	FamilySize int
+	// P and PWelch are the Holm-adjusted p-values of Test and of Welch's
+	// t-test within the family.
 	PWelch, P float64
+	// MinP is the smallest adjusted p-value the design can reach:
+	// min(1, FamilySize·Test.MinP), Holm's adjustment of the most extreme
+	// outcome when it comes first in its family.
+	MinP float64
+	// Needed is, when MinP is not below alpha, the smallest number of pairs
+	// (values per side for an unpaired test) that would bring MinP below
+	// alpha with the same family size; 0 otherwise.
+	Needed int
 	// Cliff is Cliff's delta P(A > B) - P(A < B); Magnitude its label.
 	Cliff     float64
 	Magnitude string
-	// Verdict is decided by P at Config.Alpha (set by AdjustHolm).
+	// Verdict is decided by P, MinP and Test.Dir at Config.Alpha (see
+	// Comparison.Decide).
 	Verdict Verdict
 	// Rule is the page-load rule over the pairs.
 	Rule PairRule
+	// Failures compares how often A and B failed.
+	Failures Failures
+}
+
+// Failures compares the failed (or invalid) counted samples of A and B.
+type Failures struct {
+	FailedA, CountedA int // failed or invalid samples of A; all counted samples of A
+	FailedB, CountedB int
+	// P is Fisher's exact two-sided p-value on the table of failed and
+	// valid counts (not corrected for multiplicity); 1 when neither failed.
+	P float64
+	// Differs is set when P is below alpha or the failure rates differ by
+	// at least Config.FailGap; Note then says so, e.g. "h2 timed out 6 of
+	// 30, h3 0 of 30 (Fisher p 0.024)".
+	Differs bool
+	Note    string
+	// Worst is the comparison's test with every failed sample ranked as the
+	// worst value (+Inf for a time, -Inf for a goodput), pairs now matched
+	// over all counted samples. WorstP is its Holm-adjusted p-value within
+	// the family (over the same variant of every comparison of the family),
+	// WorstMinP its smallest reachable adjusted p-value and WorstVerdict its
+	// verdict. Equal to the main test when neither side failed.
+	Worst        Test
+	WorstP       float64
+	WorstMinP    float64
+	WorstVerdict Verdict
 }
 
 // PairRule is the outcome of the page-load study's rule: A is better than B
@@ -189,15 +333,20 @@ type PairRule struct {
 	Outcome Verdict
 }
 
+type pairKey struct {
+	iter int
+	seed uint64
+}
+
 // Compare compares two cells measured with the same metric. Samples are
-// paired when they have the same iteration and emulator seed. The Holm
-// adjusted p-values and the verdict are left for AdjustHolm, which needs the
-// whole family; until then P and PWelch equal the raw p-values and Verdict is
-// decided on the raw p-value.
+// paired when they have the same iteration and emulator seed. The
+// correction for multiplicity is left for AdjustFamily, which needs the
+// whole family; until then the comparison is a family of one named
+// "single" (P and PWelch are the raw p-values).
 func Compare(a, b *CellStats, c Config) *Comparison {
 	c = c.WithDefaults()
 	av, bv := a.Values(), b.Values()
-	cmp := &Comparison{A: a, B: b, RelDiff: math.NaN(), PairedDiff: math.NaN(), PairedDiffCI: nanInterval}
+	cmp := &Comparison{A: a, B: b, RelDiff: math.NaN(), PairedDiff: math.NaN(), PairedDiffCI: nanInterval, HL: math.NaN(), HLCI: nanInterval}
 	if mb := b.Summary.Median; mb != 0 && !math.IsNaN(mb) {
 		cmp.RelDiff = (a.Summary.Median - mb) / math.Abs(mb)
 	}
@@ -206,19 +355,15 @@ func Compare(a, b *CellStats, c Config) *Comparison {
 	cmp.Cliff = CliffsDelta(av, bv)
 	cmp.Magnitude = Magnitude(cmp.Cliff)
 
-	type key struct {
-		iter int
-		seed uint64
-	}
-	bi := make(map[key]float64, len(b.Samples))
+	bi := make(map[pairKey]float64, len(b.Samples))
 	for _, s := range b.Samples {
-		bi[key{s.Iteration, s.Seed}] = s.Value
+		bi[pairKey{s.Iteration, s.Seed}] = s.Value
 	}
 	var diffs []float64
 	var aWins, bWins int
 	higher := a.Cell.HigherIsBetter
 	for _, s := range a.Samples {
-		y, ok := bi[key{s.Iteration, s.Seed}]
+		y, ok := bi[pairKey{s.Iteration, s.Seed}]
 		if !ok {
 			continue
 		}
@@ -230,12 +375,14 @@ func Compare(a, b *CellStats, c Config) *Comparison {
 			bWins++
 		}
 	}
+	cmp.Test = runTest(av, bv, diffs)
 	cmp.Pairs = len(diffs)
 	cmp.Rule = PairRule{Pairs: len(diffs), Outcome: Insufficient}
 	if len(diffs) > 0 {
 		slices.Sort(diffs)
 		cmp.PairedDiff = QuantileSorted(diffs, 0.5)
 		cmp.PairedDiffCI = BootstrapMedianCI(diffs, c.Level, c.Resamples, c.Seed, StreamOf(a.Cell.Key+"\x00"+b.Cell.Key))
+		cmp.HL, cmp.HLCI = HodgesLehmann(diffs, c.Level)
 		n := float64(len(diffs))
 		cmp.Rule.AShare, cmp.Rule.BShare = float64(aWins)/n, float64(bWins)/n
 		switch {
@@ -247,9 +394,112 @@ func Compare(a, b *CellStats, c Config) *Comparison {
 			cmp.Rule.Outcome = NoDifference
 		}
 	}
-	cmp.P, cmp.PWelch = cmp.MWU.P, cmp.Welch.P
-	cmp.decide(c.Alpha)
+	cmp.Failures = compareFailures(a, b, c)
+	cmp.setFamily("single", 1, 1, c.Alpha)
+	cmp.P, cmp.PWelch, cmp.Failures.WorstP = cmp.Test.P, cmp.Welch.P, cmp.Failures.Worst.P
+	cmp.Decide(c.Alpha)
 	return cmp
+}
+
+// compareFailures counts the failures of both sides, tests them with
+// Fisher's exact test and runs the test with failures ranked worst.
+func compareFailures(a, b *CellStats, c Config) Failures {
+	f := Failures{FailedA: len(a.Failed), CountedA: len(a.Samples) + len(a.Failed),
+		FailedB: len(b.Failed), CountedB: len(b.Samples) + len(b.Failed)}
+	f.P = FisherExact(f.FailedA, f.CountedA-f.FailedA, f.FailedB, f.CountedB-f.FailedB)
+	rate := func(k, n int) float64 {
+		if n == 0 {
+			return 0
+		}
+		return float64(k) / float64(n)
+	}
+	ra, rb := rate(f.FailedA, f.CountedA), rate(f.FailedB, f.CountedB)
+	f.Differs = f.FailedA+f.FailedB > 0 && (f.P < c.Alpha || math.Abs(ra-rb) >= c.FailGap)
+	if f.Differs {
+		x, y := a, b
+		if rb > ra {
+			x, y = b, a
+		}
+		f.Note = fmt.Sprintf("%s %s %d of %d, %s %d of %d (Fisher p %s)",
+			x.Cell.Protocol, failVerb(x.Failed), len(x.Failed), len(x.Samples)+len(x.Failed),
+			y.Cell.Protocol, len(y.Failed), len(y.Samples)+len(y.Failed), fmtP(f.P))
+	}
+	if f.FailedA+f.FailedB == 0 {
+		f.Worst = runTest(a.Values(), b.Values(), pairDiffs(a.Samples, b.Samples, nil, nil, 0))
+		return f
+	}
+	worst := math.Inf(1)
+	if a.Cell.HigherIsBetter {
+		worst = math.Inf(-1)
+	}
+	withWorst := func(cs *CellStats) []float64 {
+		v := cs.Values()
+		for range cs.Failed {
+			v = append(v, worst)
+		}
+		return v
+	}
+	f.Worst = runTest(withWorst(a), withWorst(b), pairDiffs(a.Samples, b.Samples, a.Failed, b.Failed, worst))
+	return f
+}
+
+// pairDiffs returns the differences A - B over the samples of A and B
+// matched by iteration and seed, the failed samples (fa, fb) taking the
+// value worst.
+func pairDiffs(sa, sb, fa, fb []*model.Sample, worst float64) []float64 {
+	bi := make(map[pairKey]float64, len(sb)+len(fb))
+	for _, s := range sb {
+		bi[pairKey{s.Iteration, s.Seed}] = s.Value
+	}
+	for _, s := range fb {
+		bi[pairKey{s.Iteration, s.Seed}] = worst
+	}
+	var d []float64
+	add := func(s *model.Sample, x float64) {
+		if y, ok := bi[pairKey{s.Iteration, s.Seed}]; ok {
+			d = append(d, pairedDiff(x, y))
+		}
+	}
+	for _, s := range sa {
+		add(s, s.Value)
+	}
+	for _, s := range fa {
+		add(s, worst)
+	}
+	return d
+}
+
+// failVerb says how a side's failed samples failed: "timed out" when every
+// one is a timeout, "was invalid" when every one is invalid, else "failed".
+func failVerb(failed []*model.Sample) string {
+	timeout, invalid := true, true
+	for _, s := range failed {
+		e := strings.ToLower(s.Error)
+		isTimeout := s.Status == model.StatusFailed &&
+			(strings.Contains(e, "timeout") || strings.Contains(e, "timed out") || strings.Contains(e, "deadline exceeded"))
+		timeout = timeout && isTimeout
+		invalid = invalid && s.Status != model.StatusFailed
+	}
+	switch {
+	case timeout:
+		return "timed out"
+	case invalid:
+		return "was invalid"
+	}
+	return "failed"
+}
+
+// fmtP formats a p-value with three significant figures' worth of detail.
+func fmtP(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "–"
+	case p < 0.0001:
+		return "<0.0001"
+	case p < 0.001:
+		return fmt.Sprintf("%.4f", p)
+	}
+	return fmt.Sprintf("%.3f", p)
 }
 
 // clearlyBetter reports whether x is at least margin better than y.
@@ -260,39 +510,123 @@ func clearlyBetter(x, y, margin float64, higherIsBetter bool) bool {
 	return x <= (1-margin)*y && x < y
 }
 
-func (cmp *Comparison) decide(alpha float64) {
+// verdictOf decides a verdict: a side is better when the adjusted p-value
+// is below alpha (in the test's direction); otherwise "too few samples"
+// when the design cannot reach alpha (minP >= alpha) or nothing was tested,
+// and "no significant difference" only when it could have.
+func verdictOf(t Test, p, minP, alpha float64, higherIsBetter bool) Verdict {
 	switch {
-	case cmp.A.Summary.N < 2 || cmp.B.Summary.N < 2 || math.IsNaN(cmp.P):
-		cmp.Verdict = Insufficient
-	case cmp.P >= alpha || cmp.Cliff == 0:
-		cmp.Verdict = NoDifference
-	case (cmp.Cliff < 0) != cmp.A.Cell.HigherIsBetter:
-		cmp.Verdict = ABetter
-	default:
-		cmp.Verdict = BBetter
+	case t.Method == NoTest || math.IsNaN(p):
+		return Insufficient
+	case p < alpha && t.Dir != 0:
+		if (t.Dir < 0) != higherIsBetter {
+			return ABetter
+		}
+		return BBetter
+	case minP >= alpha:
+		return Insufficient
+	}
+	return NoDifference
+}
+
+// Decide sets Verdict and Failures.WorstVerdict from the adjusted p-values
+// and the smallest reachable ones at alpha.
+func (cmp *Comparison) Decide(alpha float64) {
+	h := cmp.A.Cell.HigherIsBetter
+	cmp.Verdict = verdictOf(cmp.Test, cmp.P, cmp.MinP, alpha, h)
+	f := &cmp.Failures
+	f.WorstVerdict = verdictOf(f.Worst, f.WorstP, f.WorstMinP, alpha, h)
+}
+
+// setFamily records the family of the comparison, its size for the main
+// test (m) and for the failures-ranked-worst variant (mw), and derives the
+// smallest reachable adjusted p-values and the iterations needed.
+func (cmp *Comparison) setFamily(name string, m, mw int, alpha float64) {
+	cmp.Family, cmp.FamilySize = name, m
+	cmp.MinP = math.Min(1, float64(max(m, 1))*cmp.Test.MinP)
+	cmp.Failures.WorstMinP = math.Min(1, float64(max(mw, 1))*cmp.Failures.Worst.MinP)
+	cmp.Needed = 0
+	if cmp.MinP >= alpha {
+		cmp.Needed = NeededIterations(!isUnpaired(cmp.Test.Method), max(m, 1), alpha)
 	}
 }
 
-// AdjustHolm adjusts the p-values of the comparisons as one family with
-// Holm's method and sets each verdict at alpha (0 means the default).
-// Comparisons with too few samples are left out of the family.
-func AdjustHolm(cs []*Comparison, alpha float64) {
+func isUnpaired(m Method) bool { return m == MannWhitneyExact || m == MannWhitneyNormal }
+
+// NeededIterations returns the smallest number of pairs (paired) or of
+// values per side (unpaired, equal sizes) whose most extreme outcome,
+// multiplied by the family size m as Holm's first step does, falls below
+// alpha; 0 when none up to 10,000 does. It is the least the design needs
+// to be able to decide, not a number that gives power against a given
+// difference.
+func NeededIterations(paired bool, m int, alpha float64) int {
+	for n := 2; n <= 10000; n++ {
+		p := MannWhitneyMinP(n, n)
+		if paired {
+			p = SignFlipMinP(n)
+		}
+		if float64(m)*p < alpha {
+			return n
+		}
+	}
+	return 0
+}
+
+// AdjustHolm adjusts the comparisons as one family named "all" (see
+// AdjustFamily).
+func AdjustHolm(cs []*Comparison, alpha float64) { AdjustFamily(cs, "all", alpha) }
+
+// AdjustFamily adjusts the p-values of the comparisons cs as one family
+// named name with Holm's step-down method and decides each verdict at alpha
+// (0 means the default). Comparisons without a test are left out of the
+// family. The failures-ranked-worst variants are adjusted as a family of
+// their own over the same comparisons.
+func AdjustFamily(cs []*Comparison, name string, alpha float64) {
 	if alpha == 0 {
 		alpha = Default().Alpha
 	}
 	raw := make([]float64, len(cs))
 	rawW := make([]float64, len(cs))
+	rawX := make([]float64, len(cs))
+	m, mw := 0, 0
 	for i, c := range cs {
-		raw[i], rawW[i] = math.NaN(), math.NaN()
-		if c.A.Summary.N >= 2 && c.B.Summary.N >= 2 {
-			raw[i], rawW[i] = c.MWU.P, c.Welch.P
+		raw[i], rawW[i], rawX[i] = math.NaN(), math.NaN(), c.Failures.Worst.P
+		if c.Test.Method != NoTest {
+			raw[i], rawW[i] = c.Test.P, c.Welch.P
+		}
+		if !math.IsNaN(raw[i]) {
+			m++
+		}
+		if c.Failures.Worst.Method == NoTest {
+			rawX[i] = math.NaN()
+		}
+		if !math.IsNaN(rawX[i]) {
+			mw++
 		}
 	}
-	adj, adjW := Holm(raw), Holm(rawW)
+	adj, adjW, adjX := Holm(raw), Holm(rawW), Holm(rawX)
 	for i, c := range cs {
-		c.P, c.PWelch = adj[i], adjW[i]
-		c.decide(alpha)
+		c.P, c.PWelch, c.Failures.WorstP = adj[i], adjW[i], adjX[i]
+		c.setFamily(name, m, mw, alpha)
+		c.Decide(alpha)
 	}
+}
+
+// Notes are the remarks a verdict carries: the iterations a design that
+// cannot reach alpha would need, and a difference in failures.
+func (cmp *Comparison) Notes() []string {
+	var out []string
+	if cmp.Verdict == Insufficient && cmp.Needed > 0 {
+		unit := "pairs"
+		if isUnpaired(cmp.Test.Method) {
+			unit = "per protocol"
+		}
+		out = append(out, fmt.Sprintf("needs %d %s", cmp.Needed, unit))
+	}
+	if cmp.Failures.Note != "" {
+		out = append(out, cmp.Failures.Note)
+	}
+	return out
 }
 
 // Names returns the labels of A and B as a verdict should read them: "QUIC"
@@ -305,8 +639,25 @@ func (cmp *Comparison) Names() (a, b string) {
 	return pa, pb
 }
 
-// Text is the verdict phrased for the reader, e.g. "QUIC faster".
+// Text is the verdict phrased for the reader with its notes, e.g. "QUIC
+// faster", "too few samples (needs 11 pairs)" or "h3 faster; h2 timed out
+// 6 of 30, h3 0 of 30 (Fisher p 0.024)".
 func (cmp *Comparison) Text() string {
 	a, b := cmp.Names()
-	return cmp.Verdict.Text(a, b, cmp.A.Cell.HigherIsBetter)
+	s := cmp.Verdict.Text(a, b, cmp.A.Cell.HigherIsBetter)
+	notes := cmp.Notes()
+	if cmp.Verdict == Insufficient && cmp.Needed > 0 {
+		s += " (" + notes[0] + ")"
+		notes = notes[1:]
+	}
+	for _, n := range notes {
+		s += "; " + n
+	}
+	return s
+}
+
+// WorstText is the verdict of the variant with failures ranked worst.
+func (cmp *Comparison) WorstText() string {
+	a, b := cmp.Names()
+	return cmp.Failures.WorstVerdict.Text(a, b, cmp.A.Cell.HigherIsBetter)
 }

@@ -21,14 +21,36 @@
 //
 // # Verdicts
 //
-// Two cells A and B are compared with the two-sided Mann-Whitney U test
-// (exact distribution when there are no ties and one sample has at most 8
-// values, otherwise the normal approximation with tie and continuity
-// correction, as SciPy does). The p-values of all comparisons of a report are
-// adjusted together with Holm's step-down method. A comparison whose adjusted
-// p-value is below Config.Alpha gets the verdict "A better" or "B better" in
-// the direction of Cliff's delta (taking Cell.HigherIsBetter into account);
-// otherwise "no significant difference". Welch's t-test is computed and
+// The protocols of one iteration share the link's seed, so two cells A and
+// B are compared on their paired differences when the design is paired
+// (PairedDesign: at least two pairs holding at least half of each side's
+// valid samples): the two-sided Wilcoxon signed-rank test, whose p-value
+// is counted exactly over the 2^n sign flips of the ranked differences up
+// to MaxExactPairs pairs and taken from the normal approximation with tie
+// and continuity correction above. Otherwise (partners failed, a resumed
+// run lost them) the two-sided Mann-Whitney U test compares the valid
+// values as independent samples (exact distribution when there are no
+// ties and one sample has at most 8 values, otherwise the normal
+// approximation with tie and continuity correction, as SciPy does).
+// Comparison.Test records which test decided.
+//
+// The p-values are adjusted with Holm's step-down method within a family:
+// the comparisons of one test and metric, across its configurations and
+// protocol pairs (Config.CorrectionScope "family", the default), or every
+// comparison of the run ("run"). A comparison whose adjusted p-value is
+// below Config.Alpha gets the verdict "A better" or "B better" in the
+// direction of the test's statistic (taking Cell.HigherIsBetter into
+// account). Otherwise, when even the most extreme outcome its design
+// allows could not have reached alpha (Comparison.MinP: the smallest
+// p-value of the test for its sizes times the family size, Holm's first
+// step), the verdict is "too few samples", with the pairs needed
+// (NeededIterations); only a design that could have reached alpha says
+// "no significant difference". Welch's t-test is computed and
 // Holm-adjusted too, and shown beside it, but does not decide: page and
 // transfer times are skewed and heavy-tailed, which a rank test tolerates.
+//
+// Failures are compared too: Fisher's exact test on the failed and valid
+// counts of A and B, and a variant of the test that ranks failed samples
+// as the worst values (Failures). docs/statistics.md states every method
+// and formula with references.
 package stats

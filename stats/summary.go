@@ -23,11 +23,27 @@ type Config struct {
 	// 0.10 and 0.70).
 	Margin float64
 	Share  float64
+	// CorrectionScope is the family within which Holm's correction runs:
+	// ScopeFamily (the default) corrects the comparisons of one test and
+	// metric together, across its configurations and protocol pairs;
+	// ScopeRun corrects every comparison of the run together.
+	CorrectionScope string
+	// FailGap is the difference between the failure rates of two sides
+	// from which a comparison notes it even when Fisher's test is not
+	// significant (default 0.2: 20 percentage points).
+	FailGap float64
 }
+
+// Correction scopes (Config.CorrectionScope).
+const (
+	ScopeFamily = "family"
+	ScopeRun    = "run"
+)
 
 // Default returns the configuration used when a field is left zero.
 func Default() Config {
-	return Config{Level: 0.95, Alpha: 0.05, Resamples: 2000, Seed: 1, Margin: 0.10, Share: 0.70}
+	return Config{Level: 0.95, Alpha: 0.05, Resamples: 2000, Seed: 1, Margin: 0.10, Share: 0.70,
+		CorrectionScope: ScopeFamily, FailGap: 0.2}
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
@@ -50,6 +66,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.Share == 0 {
 		c.Share = d.Share
+	}
+	if c.CorrectionScope == "" {
+		c.CorrectionScope = d.CorrectionScope
+	}
+	if c.FailGap == 0 {
+		c.FailGap = d.FailGap
 	}
 	return c
 }
