@@ -13,7 +13,7 @@ import (
 // study designs (see each plan's comments).
 var builtinCounts = map[string]Counts{
 	// 2 scenarios x 5 tests x 3 protocols = 30 cells x 5 iterations, +30 warm-ups.
-	"quick": {Cells: 36, Samples: 180, Warmups: 36},
+	"quick": {Cells: 36, Samples: 384, Warmups: 36},
 	// Study A, per scenario and protocol: latency, ttfb, download 5MB, upload,
 	// multiplex 10x100KB, multiplex 4x1MB, stream, download 3.4MB, multiplex
 	// 3x3.4MB, page = 10 cells, plus handshake full/resumed (h2) and
