@@ -15,52 +15,50 @@ import (
 type Client struct {
 	role Role
 	w    io.Writer
-	r    io.Reader
+	r    *bufio.Reader
 
-	mu   sync.Mutex // one call at a time
-	next uint64
+	mu      sync.Mutex // one call at a time; guards what follows
+	next    uint64
+	pending chan received // the line being read, if a call gave up on it
+}
 
-	start sync.Once
-	msgs  chan message // the child's lines, closed after err is set
-	err   error        // why the child's output ended
+// received is one line read from the child, decoded.
+type received struct {
+	m   message
+	err error
 }
 
 // NewClient returns a client of role writing requests to w (the child's
 // standard input) and reading answers from r (its standard output).
 func NewClient(role Role, w io.Writer, r io.Reader) *Client {
-	return &Client{role: role, w: w, r: r, msgs: make(chan message)}
-}
-
-// read decodes the child's lines for the calls until its output ends.
-func (c *Client) read() {
-	defer close(c.msgs)
-	br := bufio.NewReaderSize(c.r, 64<<10)
-	for {
-		b, err := readLine(br)
-		if err != nil {
-			c.err = err
-			return
-		}
-		var m message
-		if err := json.Unmarshal(b, &m); err != nil {
-			c.err = errorf("malformed answer %q: %w", truncate(b, 200), err)
-			return
-		}
-		c.msgs <- m
-	}
+	return &Client{role: role, w: w, r: bufio.NewReaderSize(r, 64<<10)}
 }
 
 // receive returns the child's next line, or ctx's error if ctx ends first.
+// The line is read in a goroutine of its own; if ctx ends first, the next
+// receive waits for the same line, so that only one goroutine ever reads.
 func (c *Client) receive(ctx context.Context) (message, error) {
-	c.start.Do(func() { go c.read() })
+	if c.pending == nil {
+		ch := make(chan received, 1)
+		c.pending = ch
+		go func() {
+			var r received
+			b, err := readLine(c.r)
+			if err == nil {
+				if err = json.Unmarshal(b, &r.m); err != nil {
+					err = errorf("malformed answer %q: %w", truncate(b, 200), err)
+				}
+			}
+			r.err = err
+			ch <- r
+		}()
+	}
 	select {
 	case <-ctx.Done():
 		return message{}, ctx.Err()
-	case m, ok := <-c.msgs:
-		if !ok {
-			return message{}, c.err
-		}
-		return m, nil
+	case r := <-c.pending:
+		c.pending = nil
+		return r.m, r.err
 	}
 }
 

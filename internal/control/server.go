@@ -159,7 +159,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		case err := <-readErr:
 			switch {
 			case first:
-				return fmt.Errorf("%w %s: %v", ErrNoRequest, s.first, err)
+				return fmt.Errorf("%w (%s): %v", ErrNoRequest, s.first, err)
 			case errors.Is(err, io.EOF):
 				return nil
 			}
