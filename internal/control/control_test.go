@@ -291,3 +291,27 @@ func TestTable(t *testing.T) {
 		t.Errorf("%d operations in the table, want 8", len(seen))
 	}
 }
+
+// A call that gives up leaves the line being read to the next call: the
+// late answer reaches it (and is refused for its id), and no two
+// goroutines read at once.
+func TestLateAnswer(t *testing.T) {
+	reqR, reqW := io.Pipe()
+	go io.Copy(io.Discard, reqR)
+	respR, respW := io.Pipe()
+	c := NewClient(testRole, reqW, respR)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Call(ctx, opAdd, nil, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	go io.WriteString(respW, `{"id":1,"ok":true}`+"\n"+`{"id":2,"ok":true,"body":7}`+"\n")
+	if err := c.Call(context.Background(), opAdd, nil, nil); err == nil || !strings.Contains(err.Error(), "answer id 1, want 2") {
+		t.Fatalf("the late answer: %v", err)
+	}
+	var n int
+	if err := c.Call(context.Background(), opAdd, nil, &n); err == nil || !strings.Contains(err.Error(), "answer id 2, want 3") {
+		t.Fatalf("the next answer: %v %d", err, n)
+	}
+	respW.Close()
+}

@@ -11,15 +11,16 @@ import (
 	"sync"
 )
 
-// Errors of a session's required first request (Server.First), which
-// Serve returns wrapped.
+// Errors of requests, which Serve returns wrapped when they concern the
+// session's required first request (Server.First).
 var (
-	// ErrNoRequest: the input ended, or could not be read, before the
-	// first request.
+	// ErrNoRequest is the error of an input that ended, or could not be
+	// read, before the first request.
 	ErrNoRequest = errors.New("no request")
-	// ErrMalformed: a request that is not JSON, or whose body does not
-	// decode into its operation's request type. Serve answers it with an
-	// error and goes on, unless it was the required first request.
+	// ErrMalformed is the error of a request that is not JSON, whose body
+	// does not decode into its operation's request type, or that is not
+	// the required first operation. Serve answers it with an error and
+	// goes on, unless it was the first request.
 	ErrMalformed = errors.New("malformed request")
 )
 
