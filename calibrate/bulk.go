@@ -14,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/forward"
 	"github.com/quicbench/quicbench/internal/child"
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -51,19 +52,15 @@ const bulkReadyTimeout = 30 * time.Second
 func startBulkEnd(ctx context.Context, e doer, exe, cc string) (*bulkEnd, error) {
 	b := &bulkEnd{e: e, exe: exe, cc: cc}
 	// The server lives until Close, whatever happens to ctx.
-	p, err := startBulkProc(context.WithoutCancel(ctx), e, netns.Server, exe, bulkRoleServer,
-		bulkServerConfig{Host: e.Addr(netns.Server), CC: cc})
+	p, err := startBulkProc(context.WithoutCancel(ctx), e, netns.Server, exe, bulkRoleServer)
 	if err != nil {
 		return nil, fmt.Errorf("bulk server: %w", err)
 	}
-	got := make(chan error, 1)
-	go func() { got <- p.dec.Decode(&b.ready) }()
-	select {
-	case err = <-got:
-	case <-time.After(bulkReadyTimeout):
+	rctx, cancel := context.WithTimeout(ctx, bulkReadyTimeout)
+	defer cancel()
+	err = p.ctl.Call(rctx, control.Listen, bulkServerConfig{Host: e.Addr(netns.Server), CC: cc}, &b.ready)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		err = fmt.Errorf("no ready line within %v", bulkReadyTimeout)
-	case <-ctx.Done():
-		err = ctx.Err()
 	}
 	if err == nil && (b.ready.TCP == "" || b.ready.Raw == "" || b.ready.CAPEM == "") {
 		err = fmt.Errorf("incomplete ready line %+v", b.ready)
@@ -111,74 +108,66 @@ func (b *bulkEnd) goodput(ctx context.Context, proto string, d time.Duration, pa
 	// Dial, handshake and first byte have 10 s each in the child.
 	cctx, cancel := context.WithTimeout(ctx, d+time.Minute)
 	defer cancel()
-	p, err := startBulkProc(cctx, b.e, netns.Client, b.exe, bulkRoleClient, req)
+	p, err := startBulkProc(cctx, b.e, netns.Client, b.exe, bulkRoleClient)
 	if err != nil {
 		return 0, fmt.Errorf("bulk client: %w", err)
 	}
 	defer p.Stop(time.Second)
-	for {
-		var ev bulkEvent
-		if err := p.dec.Decode(&ev); err != nil {
-			p.Stop(time.Second)
-			if err := ctx.Err(); err != nil {
-				return 0, err
-			}
-			if cctx.Err() != nil {
-				return 0, fmt.Errorf("bulk client: no result within %v", d+time.Minute)
-			}
-			return 0, fmt.Errorf("bulk client: %v (%s)", err, p.Describe())
-		}
-		switch ev.Event {
-		case bulkEventStart, bulkEventEnd:
+	var res bulkResult
+	var unknown string
+	err = p.ctl.CallNotes(cctx, control.Transfer, req, &res, func(note string, _ json.RawMessage) {
+		switch note {
+		case bulkNoteStart, bulkNoteEnd:
 			if window != nil {
-				window(ev.Event == bulkEventStart)
+				window(note == bulkNoteStart)
 			}
-		case bulkEventResult:
-			if ev.Error != "" {
-				select {
-				case <-b.srv.Exited():
-					return 0, fmt.Errorf("%s (the bulk server has exited: %s)", ev.Error, b.srv.Describe())
-				default:
-					return 0, errors.New(ev.Error)
-				}
-			}
-			return ev.Bps, nil
 		default:
-			return 0, fmt.Errorf("bulk client: unknown event %q", ev.Event)
+			unknown = note
+		}
+	})
+	var re *control.RemoteError
+	switch {
+	case unknown != "":
+		return 0, fmt.Errorf("bulk client: unknown note %q", unknown)
+	case err == nil:
+		return res.Bps, nil
+	case errors.As(err, &re):
+		select {
+		case <-b.srv.Exited():
+			return 0, fmt.Errorf("%s (the bulk server has exited: %s)", re.Msg, b.srv.Describe())
+		default:
+			return 0, errors.New(re.Msg)
 		}
 	}
+	p.Stop(time.Second)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if cctx.Err() != nil {
+		return 0, fmt.Errorf("bulk client: no result within %v", d+time.Minute)
+	}
+	return 0, fmt.Errorf("bulk client: %v (%s)", err, p.Describe())
 }
 
-// bulkProc is a calibrate-bulk child process, its stdout decoded as JSON
-// lines.
+// bulkProc is a calibrate-bulk child process and the client of its role.
 type bulkProc struct {
 	*child.Process
-	dec *json.Decoder
+	ctl *control.Client
 }
 
-// startBulkProc starts `exe calibrate-bulk role` in side s's namespace of e
-// and writes cfg to its stdin. ctx kills it.
-func startBulkProc(ctx context.Context, e doer, s netns.Side, exe, role string, cfg any) (*bulkProc, error) {
-	return startBulkCmd(e.Command(ctx, s, exe, BulkCommand, role), role, cfg)
+// startBulkProc starts `exe calibrate-bulk role` in side s's namespace of
+// e. ctx kills it.
+func startBulkProc(ctx context.Context, e doer, s netns.Side, exe, role string) (*bulkProc, error) {
+	return startBulkCmd(e.Command(ctx, s, exe, BulkCommand, role), role)
 }
 
-// startBulkCmd starts cmd, a calibrate-bulk child in the given role, and
-// writes cfg to its stdin.
-func startBulkCmd(cmd *exec.Cmd, role string, cfg any) (*bulkProc, error) {
-	line, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
+// startBulkCmd starts cmd, a calibrate-bulk child in the given role.
+func startBulkCmd(cmd *exec.Cmd, role string) (*bulkProc, error) {
 	c, err := child.Start(cmd)
 	if err != nil {
 		return nil, err
 	}
-	p := &bulkProc{Process: c, dec: json.NewDecoder(c.Stdout)}
-	if _, err := p.Stdin.Write(append(line, '\n')); err != nil {
-		p.Stop(time.Second)
-		return nil, fmt.Errorf("configuring the %s child: %v (%s)", role, err, p.Describe())
-	}
-	return p, nil
+	return &bulkProc{Process: c, ctl: control.NewClient(bulkRoles[role], c.Stdin, c.Stdout)}, nil
 }
 
 // bulkEnds are the servers of both paths.

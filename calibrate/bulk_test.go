@@ -18,6 +18,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/forward"
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -193,6 +194,21 @@ func TestBulkEndpointsAreChildProcesses(t *testing.T) {
 	}
 	if pids := childPIDs(t); len(pids) != 0 {
 		t.Errorf("child processes left after Close: %v", pids)
+	}
+}
+
+// Each of BulkCommand's roles serves exactly its operations of package
+// control.
+func TestBulkRolesServeTheirTables(t *testing.T) {
+	var ends bulkServers
+	for role, s := range map[string]*control.Server{
+		bulkRoleServer: ends.server(),
+		bulkRoleClient: bulkClient(),
+		bulkRoleSoak:   soakServer(nil),
+	} {
+		if err := s.Check(); err != nil {
+			t.Errorf("%s: %v", role, err)
+		}
 	}
 }
 

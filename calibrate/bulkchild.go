@@ -1,12 +1,10 @@
 package calibrate
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +20,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
@@ -39,21 +38,30 @@ const (
 	bulkRoleClient = "client"
 )
 
-// bulkServerConfig is a server child's configuration, its first line of
-// standard input.
+// bulkRoles are the roles of package control that BulkCommand's roles
+// serve.
+var bulkRoles = map[string]control.Role{
+	bulkRoleServer: control.RoleBulkServer,
+	bulkRoleClient: control.RoleBulkClient,
+	bulkRoleSoak:   control.RoleSoaker,
+}
+
+// bulkServerConfig is a server child's configuration, the body of its
+// first request (control.Listen).
 type bulkServerConfig struct {
 	Host netip.Addr `json:"host"` // the address to listen on
 	CC   string     `json:"cc"`   // TCP congestion control
 }
 
-// bulkServerReady is the line a server child prints once it listens.
+// bulkServerReady is a server child's answer once it listens.
 type bulkServerReady struct {
 	TCP   string `json:"tcp"`    // the TCP source, host:port
 	Raw   string `json:"raw"`    // the endpoint server (raw protocol, TLS/TCP and QUIC), host:port
 	CAPEM string `json:"ca_pem"` // the endpoint server's CA certificate
 }
 
-// bulkClientConfig is a client child's configuration: one transfer.
+// bulkClientConfig is a client child's configuration: one transfer, the
+// body of its only request (control.Transfer).
 type bulkClientConfig struct {
 	Proto      string        `json:"proto"`       // protoTCP, protoTLS or protoQUIC
 	Local      netip.Addr    `json:"local"`       // the address to send from
@@ -65,69 +73,80 @@ type bulkClientConfig struct {
 	PaceBytes  uint64        `json:"pace_bytes,omitempty"` // TCP source's pacing rate, bytes/s
 }
 
-// bulkEvent is one line a client child prints: the measured window's start
-// and end, as they happen, then the result.
-type bulkEvent struct {
-	Event string  `json:"event"`
-	Bps   float64 `json:"bps,omitempty"`
-	Error string  `json:"error,omitempty"`
+// bulkResult is a client child's answer: the goodput, in bit/s.
+type bulkResult struct {
+	Bps float64 `json:"bps"`
 }
 
+// The notes a client child sends as the measured window starts and ends.
 const (
-	bulkEventStart  = "start"
-	bulkEventEnd    = "end"
-	bulkEventResult = "result"
+	bulkNoteStart = "start"
+	bulkNoteEnd   = "end"
 )
 
-// BulkMain runs BulkCommand's role ("server", "client" or "soak") in the calling
-// process, which a namespace-entering command started in the right
-// namespace. It reads its configuration as one JSON line from stdin.
+// BulkMain runs BulkCommand's role ("server", "client" or "soak") in the
+// calling process, which a namespace-entering command started in the
+// right namespace, serving the role's operations of package control on
+// stdin and stdout.
 //
-// The server starts a kernel TCP source and quicbench's endpoint server,
-// prints one JSON line with their addresses and CA certificate, and serves
-// until stdin ends (or ctx is done). The client downloads for the
-// configured duration and prints JSON lines: {"event":"start"} and
-// {"event":"end"} when the measured window (the last four fifths of the
-// transfer) starts and ends, then {"event":"result","bps":N} or
-// {"event":"result","error":"..."}. An error return means the child could
-// not do its job at all (bad configuration, cannot listen).
+// The server's first request (control.Listen) carries its configuration:
+// it starts a kernel TCP source and quicbench's endpoint server, answers
+// with their addresses and CA certificate, and serves until stdin ends (or
+// ctx is done). The client's one request (control.Transfer) carries its
+// transfer: it downloads for the configured duration, sends notes when
+// the measured window (the last four fifths of the transfer) starts and
+// ends, answers with the goodput or the transfer's error, and exits. An
+// error return means the child could not do its job at all (no or a bad
+// configuration).
 func BulkMain(ctx context.Context, role string, stdin io.Reader, stdout io.Writer) error {
-	if role != bulkRoleServer && role != bulkRoleClient && role != bulkRoleSoak {
-		return fmt.Errorf("%s: unknown role %q (want %s, %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient, bulkRoleSoak)
-	}
-	br := bufio.NewReader(stdin)
-	line, err := br.ReadBytes('\n')
-	if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
-		return fmt.Errorf("%s %s: reading the configuration: %w", BulkCommand, role, err)
-	}
+	var s *control.Server
 	switch role {
 	case bulkRoleServer:
-		var cfg bulkServerConfig
-		if err := json.Unmarshal(line, &cfg); err != nil {
-			return fmt.Errorf("%s server: bad configuration: %w", BulkCommand, err)
-		}
-		return bulkServe(ctx, cfg, br, stdout)
+		var ends bulkServers
+		defer ends.Close()
+		s = ends.server()
 	case bulkRoleClient:
-		var cfg bulkClientConfig
-		if err := json.Unmarshal(line, &cfg); err != nil {
-			return fmt.Errorf("%s client: bad configuration: %w", BulkCommand, err)
-		}
-		return bulkClient(ctx, cfg, stdout)
+		s = bulkClient()
 	case bulkRoleSoak:
-		return soakMain(ctx, br, stdout)
+		return soakMain(ctx, stdin, stdout)
+	default:
+		return fmt.Errorf("%s: unknown role %q (want %s, %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient, bulkRoleSoak)
 	}
-	return fmt.Errorf("%s: unknown role %q (want %s, %s or %s)", BulkCommand, role, bulkRoleServer, bulkRoleClient, bulkRoleSoak)
+	err := s.Serve(ctx, stdin, stdout)
+	switch {
+	case errors.Is(err, control.ErrNoRequest):
+		return fmt.Errorf("%s %s: reading the configuration: %w", BulkCommand, role, err)
+	case errors.Is(err, control.ErrMalformed):
+		return fmt.Errorf("%s %s: bad configuration: %w", BulkCommand, role, err)
+	case err != nil && ctx.Err() == nil:
+		return fmt.Errorf("%s %s: %w", BulkCommand, role, err)
+	}
+	return nil
 }
 
-// bulkServe runs the servers until stdin ends or ctx is done.
-func bulkServe(ctx context.Context, cfg bulkServerConfig, stdin io.Reader, stdout io.Writer) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// bulkServers are a server child's servers, once it listens.
+type bulkServers struct {
+	src *tcpSource
+	srv *endpoint.Server
+}
+
+// server is the bulk server role: its first request starts the servers.
+func (b *bulkServers) server() *control.Server {
+	s := control.NewServer(control.RoleBulkServer)
+	control.Handle(s, control.Listen, b.listen)
+	s.First(control.Listen)
+	return s
+}
+
+// listen starts the servers.
+func (b *bulkServers) listen(ctx context.Context, cfg bulkServerConfig) (bulkServerReady, error) {
+	if b.src != nil {
+		return bulkServerReady{}, errors.New("listening already")
+	}
 	src, err := startTCPSource(cfg.Host, cfg.CC)
 	if err != nil {
-		return err
+		return bulkServerReady{}, err
 	}
-	defer src.Close()
 	srv, err := endpoint.StartServer(ctx, endpoint.ServerConfig{
 		Host:              cfg.Host.String(),
 		Protocols:         []string{model.ProtoTCP, model.ProtoQUIC},
@@ -135,47 +154,38 @@ func bulkServe(ctx context.Context, cfg bulkServerConfig, stdin io.Reader, stdou
 		NoQUICEvents:      true,
 	})
 	if err != nil {
-		return fmt.Errorf("endpoint server: %w", err)
+		src.Close()
+		return bulkServerReady{}, fmt.Errorf("endpoint server: %w", err)
 	}
-	defer srv.Close()
-	ready := bulkServerReady{TCP: src.addr.String(), Raw: srv.Addr(), CAPEM: srv.Info().CAPEM}
-	if err := json.NewEncoder(stdout).Encode(ready); err != nil {
-		return err
-	}
-	eof := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
-		close(eof)
-	}()
-	select {
-	case <-eof:
-	case <-ctx.Done():
-	}
-	return nil
+	b.src, b.srv = src, srv
+	return bulkServerReady{TCP: src.addr.String(), Raw: srv.Addr(), CAPEM: srv.Info().CAPEM}, nil
 }
 
-// bulkClient performs one transfer and prints its events.
-func bulkClient(ctx context.Context, cfg bulkClientConfig, stdout io.Writer) error {
-	enc := json.NewEncoder(stdout)
-	var werr error
-	emit := func(ev bulkEvent) {
-		if werr == nil {
-			werr = enc.Encode(ev)
-		}
+// Close closes the servers, if they were started.
+func (b *bulkServers) Close() {
+	if b.src != nil {
+		b.srv.Close()
+		b.src.Close()
 	}
-	bps, err := clientGoodput(ctx, cfg, func(start bool) {
-		if start {
-			emit(bulkEvent{Event: bulkEventStart})
-		} else {
-			emit(bulkEvent{Event: bulkEventEnd})
-		}
+}
+
+// bulkClient is the bulk client role: one transfer, then the end.
+func bulkClient() *control.Server {
+	s := control.NewServer(control.RoleBulkClient)
+	control.Handle(s, control.Transfer, func(ctx context.Context, cfg bulkClientConfig) (bulkResult, error) {
+		bps, err := clientGoodput(ctx, cfg, func(start bool) {
+			note := bulkNoteEnd
+			if start {
+				note = bulkNoteStart
+			}
+			// Should the note not get through, neither will the answer.
+			_ = control.Notify(ctx, note, nil)
+		})
+		return bulkResult{Bps: bps}, err
 	})
-	res := bulkEvent{Event: bulkEventResult, Bps: bps}
-	if err != nil {
-		res = bulkEvent{Event: bulkEventResult, Error: err.Error()}
-	}
-	emit(res)
-	return werr
+	s.First(control.Transfer)
+	s.Final(control.Transfer)
+	return s
 }
 
 // clientGoodput downloads with cfg.Proto for cfg.Duration from the calling

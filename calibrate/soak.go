@@ -1,9 +1,7 @@
 package calibrate
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/quicbench/quicbench/internal/control"
 )
 
 // The emulator's CPU cost as what it takes from a competing workload.
@@ -60,10 +60,10 @@ type soakSlot struct {
 }
 
 // soakMain runs the soaker: one SCHED_IDLE thread pinned to each CPU of
-// the process's affinity mask, and, for every line read from in, one JSON
-// soakMark written to out, until in ends. It fails when a thread cannot be
+// the process's affinity mask, and the soaker role of package control on
+// in and out (a soakMark for every control.Mark), until in ends. It fails when a thread cannot be
 // pinned or given SCHED_IDLE.
-func soakMain(ctx context.Context, in *bufio.Reader, out io.Writer) error {
+func soakMain(ctx context.Context, in io.Reader, out io.Writer) error {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return fmt.Errorf("%s %s: affinity: %w", BulkCommand, bulkRoleSoak, err)
@@ -87,26 +87,27 @@ func soakMain(ctx context.Context, in *bufio.Reader, out io.Writer) error {
 			return fmt.Errorf("%s %s: %w", BulkCommand, bulkRoleSoak, err)
 		}
 	}
-	enc := json.NewEncoder(out)
-	for {
-		if _, err := in.ReadBytes('\n'); err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
+	if err := soakServer(slots).Serve(ctx, in, out); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// soakServer is the soaker role, reading the counters in slots.
+func soakServer(slots []soakSlot) *control.Server {
+	s := control.NewServer(control.RoleSoaker)
+	control.Handle(s, control.Mark, func(context.Context, struct{}) (soakMark, error) {
 		var ts unix.Timespec
 		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-			return err
+			return soakMark{}, err
 		}
 		m := soakMark{Ns: ts.Nano(), Counts: make([]uint64, len(slots))}
 		for i := range slots {
 			m.Counts[i] = slots[i].n.Load()
 		}
-		if err := enc.Encode(m); err != nil {
-			return err
-		}
-	}
+		return m, nil
+	})
+	return s
 }
 
 // soakCPU pins the calling goroutine's thread to cpu under SCHED_IDLE,
@@ -154,7 +155,7 @@ const soakIdleWindow = time.Second
 func startSoaker(ctx context.Context, exe string) (*soaker, error) {
 	cmd := exec.CommandContext(ctx, exe, BulkCommand, bulkRoleSoak)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p, err := startBulkCmd(cmd, bulkRoleSoak, struct{}{})
+	p, err := startBulkCmd(cmd, bulkRoleSoak)
 	if err != nil {
 		return nil, fmt.Errorf("soaker: %w", err)
 	}
@@ -164,10 +165,7 @@ func startSoaker(ctx context.Context, exe string) (*soaker, error) {
 // mark asks the soaker for its counts.
 func (s *soaker) mark() (soakMark, error) {
 	var m soakMark
-	if _, err := s.p.Stdin.Write([]byte("\n")); err != nil {
-		return m, fmt.Errorf("soaker: %v (%s)", err, s.p.Describe())
-	}
-	if err := s.p.dec.Decode(&m); err != nil {
+	if err := s.p.ctl.Call(context.Background(), control.Mark, nil, &m); err != nil {
 		return m, fmt.Errorf("soaker: %v (%s)", err, s.p.Describe())
 	}
 	return m, nil

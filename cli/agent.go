@@ -2,25 +2,16 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/quicbench/quicbench/endpoint"
-	"github.com/quicbench/quicbench/internal/ctl"
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/workload"
 )
 
 func init() { Register("agent", newAgentCmd) }
-
-// Agent operations (package ctl framing over stdin/stdout).
-const (
-	agentOpPing = "ping"
-	agentOpRun  = "run" // body: workload.Request, answer: workload.Result
-	agentOpCPU  = "cpu" // answer: endpoint.CPUTime of the agent process
-)
 
 func newAgentCmd(env *Env) *cobra.Command {
 	return &cobra.Command{
@@ -39,21 +30,18 @@ It exits at the end of stdin.`,
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader()}
-			return ctl.Serve(cmd.Context(), env.Stdin, env.Stdout, func(ctx context.Context, op string, body json.RawMessage) (any, error) {
-				switch op {
-				case agentOpPing:
-					return "pong", nil
-				case agentOpCPU:
-					return endpoint.ProcessCPU()
-				case agentOpRun:
-					var req workload.Request
-					if err := json.Unmarshal(body, &req); err != nil {
-						return nil, fmt.Errorf("run: bad request: %w", err)
-					}
-					return ex.Execute(ctx, req), nil
-				}
-				return nil, fmt.Errorf("unknown operation %q", op)
-			})
+			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}
+}
+
+// agentServer is the agent role of package control, running tests with ex.
+func agentServer(ex *workload.Executor) *control.Server {
+	s := control.NewServer(control.RoleAgent)
+	control.Handle(s, control.Ping, func(context.Context, struct{}) (string, error) { return "pong", nil })
+	control.Handle(s, control.CPU, func(context.Context, struct{}) (endpoint.CPUTime, error) { return endpoint.ProcessCPU() })
+	control.Handle(s, control.Run, func(ctx context.Context, req workload.Request) (*workload.Result, error) {
+		return ex.Execute(ctx, req), nil
+	})
+	return s
 }

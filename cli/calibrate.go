@@ -130,10 +130,11 @@ func newCalibrateBulkCmd(env *Env) *cobra.Command {
 		Use:    calibrate.BulkCommand + " server|client",
 		Short:  "Bulk transfer endpoint of calibrate --throughput (internal)",
 		Hidden: true,
-		Long: `Started by quicbench calibrate --throughput inside a namespace. It reads its
-configuration as one JSON line on stdin. The server prints one JSON line (addresses, CA
-certificate) once it listens and serves until the end of stdin; the client performs one
-transfer and prints JSON events (measured window start and end, then the result).`,
+		Long: `Started by quicbench calibrate --throughput inside a namespace, and driven over
+stdin and stdout with quicbench's control protocol (JSON lines), its configuration the
+first request. The server answers it with its addresses and CA certificate once it
+listens and serves until the end of stdin; the client performs one transfer, with notes
+as the measured window starts and ends, and answers with the result.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return calibrate.BulkMain(cmd.Context(), args[0], env.Stdin, env.Stdout)

@@ -14,10 +14,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/quicbench/quicbench/endpoint"
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/model"
 )
 
 func init() { Register("serve", newServeCommand) }
+
+// serverOps lists the operations of serve --control.
+func serverOps() string {
+	var ops []string
+	for _, op := range control.Table[control.RoleServer] {
+		ops = append(ops, string(op))
+	}
+	return strings.Join(ops, ", ")
+}
 
 func newServeCommand(env *Env) *cobra.Command {
 	var (
@@ -42,8 +52,8 @@ The raw protocols serve /bytes/N, /echo and /upload semantics (see
 docs/metrics.md).
 
 With --control the server prints one JSON line (ports, SPKI hash, CA
-certificate) once it listens, then answers JSON commands on stdin, one per
-line: {"op":"ping"}, {"op":"cpu"}, {"op":"stats","conns":[...]}, {"op":"quit"}.
+certificate) once it listens, then answers JSON requests on stdin, one per
+line ({"id":N,"op":OP,"body":...}, OP one of ` + serverOps() + `).
 It exits at the end of stdin. This is how quicbench run drives it.`,
 		Example: `  quicbench serve --host 127.0.0.1 --ca-out ca.pem
   quicbench serve --port 4433 --site demo=./site --files ./media --keylog keys.log --qlog qlogs/

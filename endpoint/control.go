@@ -1,46 +1,24 @@
 package endpoint
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/model"
 )
 
-// The control protocol lets a controller (the runner, in another network
-// namespace) drive a server process: `quicbench serve --control` prints one
-// ControlReady JSON line on stdout once it listens, then answers each JSON
-// line read on stdin with one ControlResponse line:
-//
-//	{"op":"ping"}                                      -> {"ok":true}
-//	{"op":"cpu"}                                       -> {"ok":true,"cpu":{"user_ns":..,"sys_ns":..}}
-//	{"op":"stats","conns":[{"kind":"tcp","addr":"10.0.0.1:40000"}],"wait_ms":2000}
-//	                                                   -> {"ok":true,"stats":[{"kind":..,"addr":..,"stats":{..}}]}
-//	{"op":"quit"}                                      -> {"ok":true}, then the server closes
-//
-// Requests are answered in order. End of stdin quits too, so the server
-// never outlives its controller. A malformed line or unknown op gets
-// {"ok":false,"error":"..."} and the session continues.
-
-// Control operations.
-const (
-	OpPing  = "ping"
-	OpCPU   = "cpu"
-	OpStats = "stats"
-	OpQuit  = "quit"
-)
-
-// ControlReady is the first line a controlled server prints.
-type ControlReady struct {
-	Event string `json:"event"` // "ready"
-	ServerInfo
-}
+// The control channel lets a controller (the runner, in another network
+// namespace) drive a server process: `quicbench serve --control` serves
+// the server role of package control on its standard input and output.
+// Its hello, printed once it listens, is its ServerInfo; it answers
+// ping, cpu (its CPUTime), stats (StatsRequest -> []ConnStatsReply) and
+// quit (after which it closes). End of input quits too, so the server
+// never outlives its controller.
 
 // ConnRef names a connection by transport kind ("tcp" or "quic") and the
 // client's address as the client recorded it (ConnTiming.Local).
@@ -49,11 +27,11 @@ type ConnRef struct {
 	Addr string `json:"addr"`
 }
 
-// ControlRequest is one command line.
-type ControlRequest struct {
-	Op     string    `json:"op"`
-	Conns  []ConnRef `json:"conns,omitempty"`   // stats: connections wanted
-	WaitMs int       `json:"wait_ms,omitempty"` // stats: how long to wait for connections to end (default 2000)
+// StatsRequest asks a controlled server for the statistics of
+// connections.
+type StatsRequest struct {
+	Conns  []ConnRef `json:"conns"`             // the connections wanted
+	WaitMs int       `json:"wait_ms,omitempty"` // how long to wait for them to end (default 2000)
 }
 
 // ConnStatsReply is the server-side statistics of one connection.
@@ -63,202 +41,100 @@ type ConnStatsReply struct {
 	Error string                `json:"error,omitempty"`
 }
 
-// ControlResponse answers one ControlRequest.
-type ControlResponse struct {
-	OK    bool             `json:"ok"`
-	Error string           `json:"error,omitempty"`
-	CPU   *CPUTime         `json:"cpu,omitempty"`
-	Stats []ConnStatsReply `json:"stats,omitempty"`
+// ServeControl serves the control channel for srv: it writes the hello
+// (srv.Info()) to out, then answers requests from in until a quit request,
+// the end of in (both return nil) or ctx's end (returns ctx's error). It
+// does not close srv.
+func ServeControl(ctx context.Context, srv *Server, in io.Reader, out io.Writer) error {
+	return controlServer(srv).Serve(ctx, in, out)
 }
 
-const maxControlLine = 1 << 20
+// controlServer is srv's side of the server role.
+func controlServer(srv *Server) *control.Server {
+	s := control.NewServer(control.RoleServer)
+	s.Hello = srv.Info()
+	control.Handle(s, control.Ping, func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
+	control.Handle(s, control.Quit, func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
+	s.Final(control.Quit)
+	control.Handle(s, control.CPU, func(context.Context, struct{}) (CPUTime, error) { return srv.CPU() })
+	control.Handle(s, control.Stats, func(ctx context.Context, req StatsRequest) ([]ConnStatsReply, error) {
+		return connStats(ctx, srv, req)
+	})
+	return s
+}
 
-// ServeControl runs the control protocol for srv: it writes the ready line
-// to out, then answers requests from in until a quit request, the end of
-// in (both return nil) or ctx's end (returns ctx's error). It does not close
-// srv.
-func ServeControl(ctx context.Context, srv *Server, in io.Reader, out io.Writer) error {
-	enc := json.NewEncoder(out)
-	if err := enc.Encode(ControlReady{Event: "ready", ServerInfo: srv.Info()}); err != nil {
-		return fmt.Errorf("control: writing ready line: %w", err)
+// connStats answers a stats request.
+func connStats(ctx context.Context, srv *Server, req StatsRequest) ([]ConnStatsReply, error) {
+	if len(req.Conns) == 0 {
+		return nil, errors.New(`stats needs "conns": [{"kind":"tcp"|"quic","addr":"ip:port"}]`)
 	}
-	lines := make(chan []byte)
-	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxControlLine)
-		for sc.Scan() {
-			line := append([]byte(nil), sc.Bytes()...)
-			select {
-			case lines <- line:
-			case <-ctx.Done():
+	wait := 2 * time.Second
+	if req.WaitMs > 0 {
+		wait = time.Duration(req.WaitMs) * time.Millisecond
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	out := make([]ConnStatsReply, len(req.Conns))
+	var wg sync.WaitGroup
+	for i, c := range req.Conns {
+		out[i].ConnRef = c
+		if c.Kind != "tcp" && c.Kind != "quic" {
+			out[i].Error = fmt.Sprintf("kind %q: want tcp or quic", c.Kind)
+			continue
+		}
+		wg.Go(func() {
+			st, err := srv.ConnStats(wctx, c.Kind, c.Addr)
+			if err != nil {
+				out[i].Error = err.Error()
 				return
 			}
-		}
-		readErr <- sc.Err()
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-readErr:
-			if err != nil {
-				return fmt.Errorf("control: reading commands: %w", err)
-			}
-			return nil
-		case line := <-lines:
-			if len(line) == 0 {
-				continue
-			}
-			resp, quit := handleControl(ctx, srv, line)
-			if err := enc.Encode(resp); err != nil {
-				return fmt.Errorf("control: writing response: %w", err)
-			}
-			if quit {
-				return nil
-			}
-		}
+			out[i].Stats = &st
+		})
 	}
+	wg.Wait()
+	return out, nil
 }
 
-func handleControl(ctx context.Context, srv *Server, line []byte) (ControlResponse, bool) {
-	var req ControlRequest
-	if err := json.Unmarshal(line, &req); err != nil {
-		return ControlResponse{Error: fmt.Sprintf("malformed request %q: %v", truncate(line, 80), err)}, false
-	}
-	switch req.Op {
-	case OpPing:
-		return ControlResponse{OK: true}, false
-	case OpQuit:
-		return ControlResponse{OK: true}, true
-	case OpCPU:
-		c, err := srv.CPU()
-		if err != nil {
-			return ControlResponse{Error: err.Error()}, false
-		}
-		return ControlResponse{OK: true, CPU: &c}, false
-	case OpStats:
-		if len(req.Conns) == 0 {
-			return ControlResponse{Error: `stats needs "conns": [{"kind":"tcp"|"quic","addr":"ip:port"}]`}, false
-		}
-		wait := 2 * time.Second
-		if req.WaitMs > 0 {
-			wait = time.Duration(req.WaitMs) * time.Millisecond
-		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		out := make([]ConnStatsReply, len(req.Conns))
-		var wg sync.WaitGroup
-		for i, c := range req.Conns {
-			out[i].ConnRef = c
-			if c.Kind != "tcp" && c.Kind != "quic" {
-				out[i].Error = fmt.Sprintf("kind %q: want tcp or quic", c.Kind)
-				continue
-			}
-			wg.Go(func() {
-				st, err := srv.ConnStats(wctx, c.Kind, c.Addr)
-				if err != nil {
-					out[i].Error = err.Error()
-					return
-				}
-				out[i].Stats = &st
-			})
-		}
-		wg.Wait()
-		return ControlResponse{OK: true, Stats: out}, false
-	default:
-		return ControlResponse{Error: fmt.Sprintf("unknown op %q (want ping, cpu, stats or quit)", req.Op)}, false
-	}
-}
-
-func truncate(b []byte, n int) string {
-	if len(b) > n {
-		return string(b[:n]) + "..."
-	}
-	return string(b)
-}
-
-// ControlClient is the controller's side of the control protocol, over a
-// server process's stdout (r) and stdin (w). It is not safe for concurrent
-// use.
+// ControlClient is the controller's side of the control channel, over a
+// server process's stdout (r) and stdin (w). It is safe for concurrent
+// use; calls are made one at a time.
 type ControlClient struct {
-	sc  *bufio.Scanner
-	enc *json.Encoder
+	c *control.Client
 }
 
 // NewControlClient wraps a controlled server's output and input.
 func NewControlClient(r io.Reader, w io.Writer) *ControlClient {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxControlLine)
-	return &ControlClient{sc: sc, enc: json.NewEncoder(w)}
+	return &ControlClient{c: control.NewClient(control.RoleServer, w, r)}
 }
 
-// Ready reads the server's ready line.
+// Ready reads the server's hello, sent once it listens.
 func (c *ControlClient) Ready() (ServerInfo, error) {
-	if !c.sc.Scan() {
-		return ServerInfo{}, fmt.Errorf("control: server ended before its ready line: %v", scanErr(c.sc))
-	}
-	var r ControlReady
-	if err := json.Unmarshal(c.sc.Bytes(), &r); err != nil || r.Event != "ready" {
-		return ServerInfo{}, fmt.Errorf("control: unexpected first line %q", truncate(c.sc.Bytes(), 200))
-	}
-	return r.ServerInfo, nil
-}
-
-func scanErr(sc *bufio.Scanner) error {
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return io.EOF
-}
-
-func (c *ControlClient) call(req ControlRequest) (ControlResponse, error) {
-	if err := c.enc.Encode(req); err != nil {
-		return ControlResponse{}, fmt.Errorf("control: sending %s: %w", req.Op, err)
-	}
-	if !c.sc.Scan() {
-		return ControlResponse{}, fmt.Errorf("control: no answer to %s: %v", req.Op, scanErr(c.sc))
-	}
-	var resp ControlResponse
-	if err := json.Unmarshal(c.sc.Bytes(), &resp); err != nil {
-		return ControlResponse{}, fmt.Errorf("control: malformed answer %q: %w", truncate(c.sc.Bytes(), 200), err)
-	}
-	if !resp.OK {
-		return resp, errors.New("control: " + resp.Error)
-	}
-	return resp, nil
+	var info ServerInfo
+	err := c.c.Hello(context.Background(), &info)
+	return info, err
 }
 
 // Ping checks that the server answers.
 func (c *ControlClient) Ping() error {
-	_, err := c.call(ControlRequest{Op: OpPing})
-	return err
+	return c.c.Call(context.Background(), control.Ping, nil, nil)
 }
 
 // CPU returns the server process's cumulative CPU time.
 func (c *ControlClient) CPU() (CPUTime, error) {
-	resp, err := c.call(ControlRequest{Op: OpCPU})
-	if err != nil {
-		return CPUTime{}, err
-	}
-	if resp.CPU == nil {
-		return CPUTime{}, errors.New("control: cpu answer without cpu")
-	}
-	return *resp.CPU, nil
+	var t CPUTime
+	err := c.c.Call(context.Background(), control.CPU, nil, &t)
+	return t, err
 }
 
 // ConnStats returns the server-side statistics of the given connections,
 // waiting up to wait for them to end on the server.
 func (c *ControlClient) ConnStats(wait time.Duration, conns ...ConnRef) ([]ConnStatsReply, error) {
-	resp, err := c.call(ControlRequest{Op: OpStats, Conns: conns, WaitMs: int(wait / time.Millisecond)})
-	if err != nil {
-		return nil, err
-	}
-	return resp.Stats, nil
+	var out []ConnStatsReply
+	err := c.c.Call(context.Background(), control.Stats, StatsRequest{Conns: conns, WaitMs: int(wait / time.Millisecond)}, &out)
+	return out, err
 }
 
 // Quit asks the server to exit.
 func (c *ControlClient) Quit() error {
-	_, err := c.call(ControlRequest{Op: OpQuit})
-	return err
+	return c.c.Call(context.Background(), control.Quit, nil, nil)
 }

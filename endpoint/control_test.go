@@ -61,19 +61,30 @@ func TestControlProtocol(t *testing.T) {
 	if _, err := cc.ConnStats(time.Second); err == nil || !strings.Contains(err.Error(), "conns") {
 		t.Errorf("stats without conns: %v", err)
 	}
-	if _, err := cc.call(ControlRequest{Op: "reboot"}); err == nil || !strings.Contains(err.Error(), "unknown op") {
-		t.Errorf("unknown op: %v", err)
-	}
-	// A malformed line is answered and the session goes on.
-	io.WriteString(inW, "{not json\n")
-	if !cc.sc.Scan() || !strings.Contains(cc.sc.Text(), "malformed") {
-		t.Fatalf("malformed line answered %q", cc.sc.Text())
-	}
 	if err := cc.Quit(); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("ServeControl: %v", err)
+	}
+	// An unknown op and a malformed line are answered and the session goes
+	// on.
+	var out strings.Builder
+	in := `{"id":1,"op":"reboot"}` + "\n{not json\n" + `{"id":2,"op":"ping"}` + "\n"
+	if err := ServeControl(context.Background(), srv, strings.NewReader(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[1], "unknown op") || !strings.Contains(lines[2], "malformed") || !strings.Contains(lines[3], `"ok":true`) {
+		t.Fatalf("unknown op and malformed line answered %q", lines)
+	}
+}
+
+// The server serves exactly the server role's operations.
+func TestControlServesItsTable(t *testing.T) {
+	srv, _ := testServer(t, ServerConfig{Protocols: []string{model.ProtoH1C}})
+	if err := controlServer(srv).Check(); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -8,8 +8,9 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/child"
-	"github.com/quicbench/quicbench/internal/ctl"
+	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/workload"
 )
 
 // serverProc is `quicbench serve --control` in the server namespace.
@@ -62,7 +63,7 @@ func (s *serverProc) close() {
 // agentProc is `quicbench agent` in the client namespace.
 type agentProc struct {
 	*child.Process
-	ctl *ctl.Client
+	ctl *control.Client
 }
 
 func startAgent(ctx context.Context, tb *netns.Testbed, exe string) (*agentProc, error) {
@@ -71,15 +72,20 @@ func startAgent(ctx context.Context, tb *netns.Testbed, exe string) (*agentProc,
 	if err != nil {
 		return nil, fmt.Errorf("start client agent: %w", err)
 	}
-	a := &agentProc{Process: c, ctl: ctl.NewClient(c.Stdin, c.Stdout)}
+	a := &agentProc{Process: c, ctl: control.NewClient(control.RoleAgent, c.Stdin, c.Stdout)}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var pong string
-	if err := a.ctl.Call(pctx, "ping", nil, &pong); err != nil {
+	if err := a.ctl.Call(pctx, control.Ping, nil, &pong); err != nil {
 		c.Stop(time.Second)
 		return nil, fmt.Errorf("client agent: %v (%s)", err, c.Describe())
 	}
 	return a, nil
+}
+
+// run runs req in the agent and decodes its result into res.
+func (a *agentProc) run(ctx context.Context, req workload.Request, res *workload.Result) error {
+	return a.ctl.Call(ctx, control.Run, req, res)
 }
 
 func (a *agentProc) close() { a.Stop(3 * time.Second) }

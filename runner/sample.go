@@ -437,7 +437,7 @@ func (r *run) callAgent(ctx context.Context, req workload.Request) (*workload.Re
 	ch := make(chan out, 1)
 	go func() {
 		var o out
-		o.err = r.agent.ctl.Call(actx, "run", req, &o.res)
+		o.err = r.agent.run(actx, req, &o.res)
 		ch <- o
 	}()
 	var series []model.Series

@@ -1,6 +1,7 @@
 // Package child runs the helper processes quicbench drives over their
 // standard input and output (the server and client agent of a run, the bulk
 // endpoints of calibrate), each inside a network namespace of its own.
+// What they say over those is package control.
 //
 // Every endpoint runs in a process of its own rather than in the process
 // that hosts the emulator: the emulator's forwarding threads keep their Go

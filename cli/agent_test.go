@@ -1,0 +1,39 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/quicbench/quicbench/endpoint"
+	"github.com/quicbench/quicbench/internal/control"
+	"github.com/quicbench/quicbench/workload"
+)
+
+// The agent serves exactly the agent role's operations, and answers them
+// through `quicbench agent`.
+func TestAgentServesItsTable(t *testing.T) {
+	if err := agentServer(&workload.Executor{}).Check(); err != nil {
+		t.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(context.Background(), &Env{Stdin: inR, Stdout: outW, Stderr: io.Discard, Args: []string{"agent"}, Getenv: func(string) string { return "" }})
+		outW.Close()
+	}()
+	c := control.NewClient(control.RoleAgent, inW, outR)
+	var pong string
+	if err := c.Call(context.Background(), control.Ping, nil, &pong); err != nil || pong != "pong" {
+		t.Fatalf("ping: %v %q", err, pong)
+	}
+	var cpu endpoint.CPUTime
+	if err := c.Call(context.Background(), control.CPU, nil, &cpu); err != nil || cpu.User+cpu.Sys <= 0 {
+		t.Fatalf("cpu: %v %+v", err, cpu)
+	}
+	inW.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("agent exited %d at the end of its input", code)
+	}
+}
