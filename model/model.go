@@ -257,6 +257,23 @@ type Sample struct {
 // Dataset is everything the statistics and the report need about one run.
 type Dataset struct {
 	Run     Run
-	Cells   []Cell   // in plan order
-	Samples []Sample // all samples, including warm-up, failed and invalid ones, by cell then iteration
+	Cells   []Cell      // in plan order
+	Samples []Sample    // all samples, including warm-up, failed and invalid ones, by cell then iteration
+	Stops   []GroupStop // why each cell group of an adaptive run stopped iterating, by group; nil otherwise
+}
+
+// Reasons an adaptive run stopped iterating a cell group.
+const (
+	StopPrecision = "precision" // every protocol pair's interval was narrower than the target
+	StopMaximum   = "maximum"   // the maximum iteration count was reached first
+)
+
+// GroupStop records why an adaptive run (a plan with a precision target)
+// stopped iterating one cell group, and the precision it had then.
+type GroupStop struct {
+	Group      string  // Cell.Group
+	Iterations int     // counted iterations taken
+	Reason     string  // StopPrecision or StopMaximum
+	Precision  float64 // widest pair's half-width, % of its median (+Inf when it could not be computed)
+	WorstPair  string  // the pair with that half-width, e.g. "h3 vs h2"
 }

@@ -50,6 +50,9 @@ func (db *DB) LoadDataset(ctx context.Context, runID int64) (*model.Dataset, err
 	if ds.Cells, err = cellsOf(ctx, tx, runID); err != nil {
 		return nil, err
 	}
+	if ds.Stops, err = groupStops(ctx, tx, runID); err != nil {
+		return nil, err
+	}
 	var (
 		n          int
 		minID, max sql.NullInt64

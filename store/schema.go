@@ -200,6 +200,19 @@ ALTER TABLE samples ADD COLUMN drain_ns INTEGER NOT NULL DEFAULT 0;  -- part of 
 	`
 ALTER TABLE samples ADD COLUMN prep_ns INTEGER NOT NULL DEFAULT 0;  -- part of overhead_ns; 0 before version 5
 `,
+	// 6: why an adaptive run stopped iterating each cell group
+	// (model.GroupStop).
+	`
+CREATE TABLE group_stops (
+	run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	group_key     TEXT    NOT NULL,
+	iterations    INTEGER NOT NULL,  -- counted iterations taken
+	reason        TEXT    NOT NULL,  -- 'precision' or 'maximum'
+	precision_pct REAL,              -- widest pair's half-width at the stop, % of its median; NULL when it could not be computed
+	worst_pair    TEXT    NOT NULL,  -- e.g. 'h3 vs h2'
+	PRIMARY KEY (run_id, group_key)
+) WITHOUT ROWID;
+`,
 }
 
 // schemaState reads which schema version the database holds. An empty
