@@ -183,7 +183,7 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 	f.StringVar(&spec.CongestionControl, "cc", "", "TCP congestion control of the client's sockets (default: the system's)")
 	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; default: $SSLKEYLOGFILE; chromium: its --ssl-key-log-file)")
 	f.StringVar(&spec.QlogDir, "qlog", "", "write a qlog file per QUIC connection into this directory")
-	f.BoolVar(&spec.NoQUICEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (QUIC PTO and congestion-event counts stay 0)")
+	f.BoolVar(&spec.NoQUICEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (QUIC PTO, congestion-event and congestion-state counts are then not measured: stored as -1, shown as missing)")
 	return cmd
 }
 

@@ -152,7 +152,7 @@ It exits at the end of stdin. This is how quicbench run drives it.`,
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")
 	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: the system's)")
-	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO and congestion-event counts stay 0)")
+	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
 }
