@@ -15,6 +15,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -85,7 +86,7 @@ func (h *httpClient) connect(ctx context.Context, addr string) (*httpConn, *net.
 		return nil, nil, fmt.Errorf("internal error: dial to %s outside a measured connection", addr)
 	}
 	hc.ct.Start = h.f.now()
-	d := net.Dialer{Control: setCongestion(h.f.spec.CongestionControl)}
+	d := net.Dialer{Control: sockopt.CongestionControl(h.f.spec.CongestionControl)}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err

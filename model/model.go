@@ -29,6 +29,13 @@ var Protocols = []string{ProtoH1, ProtoH1C, ProtoH2, ProtoH3, ProtoTCP, ProtoQUI
 // IsQUIC reports whether proto runs over QUIC (as opposed to TCP).
 func IsQUIC(proto string) bool { return proto == ProtoH3 || proto == ProtoQUIC }
 
+// DefaultCC is the TCP congestion control used where none is chosen.
+const DefaultCC = "cubic"
+
+// CongestionControls lists the TCP congestion control algorithms quicbench
+// accepts (in plans, on the command line and for a testbed), DefaultCC first.
+var CongestionControls = []string{DefaultCC, "bbr", "reno"}
+
 // Client names: who issues the requests of a sample.
 const (
 	ClientBuiltin    = "builtin"    // quicbench's own Go client (net/http, quic-go)
