@@ -138,13 +138,7 @@ func (hc *httpConn) do(ctx context.Context, rq *request) error {
 }
 
 func (hc *httpConn) sawVersion(proto string) error {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if err := hc.f.checkHTTPVersion(hc.ct.Negotiated, proto); err != nil {
-		return err
-	}
-	hc.ct.Negotiated.HTTPVersion = proto
-	return nil
+	return hc.f.recordHTTPVersion(&hc.mu, &hc.ct.Negotiated, proto)
 }
 
 func (hc *httpConn) close() {
