@@ -226,13 +226,19 @@ func forward(src, dst *os.File, mode fwdMode, imp impair, st *fwdStats) {
 		}()
 	}
 	buf := make([]byte, VirtioNetHdrLen+65535)
+	// read reads the next packet into buf; false ends the loop (the error,
+	// unless the device was closed, is kept in st.readErr).
+	read := func() (int, bool) {
+		n, err := src.Read(buf)
+		if err != nil && !isClosed(err) {
+			st.readErr = err
+		}
+		return n, err == nil
+	}
 	if mode == modePlain {
 		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				if !isClosed(err) {
-					st.readErr = err
-				}
+			n, ok := read()
+			if !ok {
 				return
 			}
 			st.reads++
@@ -253,11 +259,8 @@ func forward(src, dst *os.File, mode fwdMode, imp impair, st *fwdStats) {
 	single := make([]byte, VirtioNetHdrLen+2048)
 	var c Coalescer
 	for {
-		n, err := src.Read(buf)
-		if err != nil {
-			if !isClosed(err) {
-				st.readErr = err
-			}
+		n, ok := read()
+		if !ok {
 			return
 		}
 		var h VirtioNetHdr
