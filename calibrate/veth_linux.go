@@ -82,22 +82,7 @@ func newVethPair(sysctls map[string]string) (*vethPair, error) {
 					return err
 				}
 			}
-			nl, err := rtnl.Open()
-			if err != nil {
-				return err
-			}
-			defer nl.Close()
-			if err := nl.LinkSet(1, 0, 0); err != nil { // lo
-				return err
-			}
-			idx, err := rtnl.IfIndex(names[s])
-			if err != nil {
-				return err
-			}
-			if err := nl.LinkSet(idx, 0, 0); err != nil {
-				return err
-			}
-			return nl.AddrAdd(idx, vethAddrs[s])
+			return rtnl.Configure(names[s], 0, 0, vethAddrs[s])
 		})
 		if err != nil {
 			v.Close()

@@ -287,18 +287,6 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 			}
 			t.offloads = flags
 			t.devs[s] = dev
-			nl, err := rtnl.Open()
-			if err != nil {
-				return err
-			}
-			defer nl.Close()
-			if err := nl.LinkSet(1, 0, 0); err != nil { // lo
-				return err
-			}
-			ifc, err := rtnl.IfIndex(DeviceName)
-			if err != nil {
-				return err
-			}
 			// The kernel drops what the device's ring cannot hold while the
 			// forwarder is busy; one entry is a whole super-packet with
 			// offloads, a single wire packet without, hence a longer ring.
@@ -306,13 +294,7 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 			if flags == 0 {
 				txqlen = 4000
 			}
-			if err := nl.LinkSet(ifc, MTU, txqlen); err != nil {
-				return err
-			}
-			if err := nl.AddrAdd(ifc, local); err != nil {
-				return err
-			}
-			return nl.RouteAdd(peer.Masked(), ifc)
+			return rtnl.Configure(DeviceName, MTU, txqlen, local, peer.Masked())
 		})
 		if err != nil {
 			return fmt.Errorf("%s namespace %s: %w", s, t.NSName(s), err)

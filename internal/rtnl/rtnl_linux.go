@@ -139,9 +139,9 @@ func (r *Conn) Do(typ uint16, flags uint16, body []byte) error {
 	}
 }
 
-// LinkSet brings interface index up and sets its MTU and transmit queue
+// linkSet brings interface index up and sets its MTU and transmit queue
 // length (0 leaves them unchanged).
-func (r *Conn) LinkSet(index int, mtu, txqlen uint32) error {
+func (r *Conn) linkSet(index int, mtu, txqlen uint32) error {
 	var m Msg
 	info := unix.IfInfomsg{Family: unix.AF_UNSPEC, Index: int32(index), Flags: unix.IFF_UP, Change: unix.IFF_UP}
 	m.Raw(unsafe.Pointer(&info), unix.SizeofIfInfomsg)
@@ -157,8 +157,8 @@ func (r *Conn) LinkSet(index int, mtu, txqlen uint32) error {
 	return nil
 }
 
-// AddrAdd adds an IPv4 address with its prefix length to interface index.
-func (r *Conn) AddrAdd(index int, p netip.Prefix) error {
+// addrAdd adds an IPv4 address with its prefix length to interface index.
+func (r *Conn) addrAdd(index int, p netip.Prefix) error {
 	var m Msg
 	a := unix.IfAddrmsg{Family: unix.AF_INET, Prefixlen: uint8(p.Bits()), Index: uint32(index)}
 	m.Raw(unsafe.Pointer(&a), unix.SizeofIfAddrmsg)
@@ -171,8 +171,8 @@ func (r *Conn) AddrAdd(index int, p netip.Prefix) error {
 	return nil
 }
 
-// RouteAdd adds a link-scope IPv4 route to dst through interface index.
-func (r *Conn) RouteAdd(dst netip.Prefix, index int) error {
+// routeAdd adds a link-scope IPv4 route to dst through interface index.
+func (r *Conn) routeAdd(dst netip.Prefix, index int) error {
 	var m Msg
 	rt := unix.RtMsg{
 		Family: unix.AF_INET, Dst_len: uint8(dst.Bits()), Table: unix.RT_TABLE_MAIN,
@@ -211,6 +211,37 @@ func (r *Conn) AddVeth(name, peer string, peerNS int) error {
 	m.End(li)
 	if err := r.Do(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, m.b); err != nil {
 		return fmt.Errorf("create veth %s/%s: %w", name, peer, err)
+	}
+	return nil
+}
+
+// Configure brings up the loopback device and interface name (with MTU mtu
+// and transmit queue length txqlen; 0 leaves them unchanged) in the calling
+// thread's network namespace, adds the IPv4 address addr to name, and adds
+// a link-scope route through name to each of routes.
+func Configure(name string, mtu, txqlen uint32, addr netip.Prefix, routes ...netip.Prefix) error {
+	nl, err := Open()
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	if err := nl.linkSet(1, 0, 0); err != nil { // lo
+		return err
+	}
+	idx, err := IfIndex(name)
+	if err != nil {
+		return err
+	}
+	if err := nl.linkSet(idx, mtu, txqlen); err != nil {
+		return err
+	}
+	if err := nl.addrAdd(idx, addr); err != nil {
+		return err
+	}
+	for _, r := range routes {
+		if err := nl.routeAdd(r, idx); err != nil {
+			return err
+		}
 	}
 	return nil
 }
