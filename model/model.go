@@ -1,7 +1,9 @@
 // Package model holds the data types shared by quicbench's packages: what a
 // run, a cell and a sample are, and the per-sample measurements (negotiated
 // protocol, transport statistics, CPU cost, link counters, timelines) that
-// the endpoints produce, the store keeps and the report reads.
+// the endpoints produce, the store keeps and the report reads; and the
+// spellings they share: protocol, client and congestion control names, and
+// byte sizes (ParseSize, FormatSize).
 //
 // It is a leaf package: it imports only the standard library and emu (for
 // the emulator's counters), so every other package may depend on it.
