@@ -395,14 +395,7 @@ func TestStartTimeout(t *testing.T) {
 	if !errors.As(err, &te) || te.Phase != "start" {
 		t.Fatalf("err %v, want *TimeoutError for the start phase", err)
 	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatalf("the fake browser did not start: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := testsupport.ReadPID(t, pidFile, "the fake browser did not start")
 	if st, ok := readStat(pid); ok && st.state != 'Z' {
 		t.Errorf("child %d of the fake browser still runs (state %c)", pid, st.state)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/quicbench/quicbench/emu/trace"
 	"github.com/quicbench/quicbench/forward"
 	"github.com/quicbench/quicbench/internal/sysinfo"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -225,7 +226,7 @@ func (c *Config) normalize() error {
 		c.Duration = DefaultDuration
 	}
 	if c.CC == "" {
-		c.CC = "cubic"
+		c.CC = model.DefaultCC
 	}
 	if c.Packets < MinPackets || c.Packets > MaxPackets {
 		return fmt.Errorf("calibrate: %d probes: want %d to %d", c.Packets, MinPackets, MaxPackets)

@@ -7,6 +7,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/stats"
 )
 
 // dist summarizes a sample of one-way delays (ns).
@@ -37,20 +38,7 @@ func summarize(xs []float64) dist {
 	if len(xs) > 1 {
 		std = math.Sqrt(ss / float64(len(xs)-1))
 	}
-	return dist{n: len(xs), p50: quantile(xs, 0.5), p99: quantile(xs, 0.99), max: xs[len(xs)-1], mean: mean, std: std}
-}
-
-// quantile of sorted xs (type 7).
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	h := q * float64(len(sorted)-1)
-	lo := int(math.Floor(h))
-	if lo >= len(sorted)-1 {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	return dist{n: len(xs), p50: stats.QuantileSorted(xs, 0.5), p99: stats.QuantileSorted(xs, 0.99), max: xs[len(xs)-1], mean: mean, std: std}
 }
 
 // clopperPearson is the exact two-sided binomial confidence interval, of

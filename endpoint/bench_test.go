@@ -73,8 +73,7 @@ func BenchmarkEchoLatency(b *testing.B) {
 	srv, pool := testServer(b, ServerConfig{})
 	for _, proto := range model.Protocols {
 		b.Run(proto, func(b *testing.B) {
-			spec := specFor(srv, pool, proto, "/echo")
-			spec.Warm, spec.Repeat = true, 200
+			spec := warmEcho(srv, pool, proto, 200)
 			var total, n int64
 			for b.Loop() {
 				res, err := Fetch(context.Background(), spec)

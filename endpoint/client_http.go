@@ -15,6 +15,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -85,7 +86,7 @@ func (h *httpClient) connect(ctx context.Context, addr string) (*httpConn, *net.
 		return nil, nil, fmt.Errorf("internal error: dial to %s outside a measured connection", addr)
 	}
 	hc.ct.Start = h.f.now()
-	d := net.Dialer{Control: setCongestion(h.f.spec.CongestionControl)}
+	d := net.Dialer{Control: sockopt.CongestionControl(h.f.spec.CongestionControl)}
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, nil, err
@@ -137,13 +138,7 @@ func (hc *httpConn) do(ctx context.Context, rq *request) error {
 }
 
 func (hc *httpConn) sawVersion(proto string) error {
-	hc.mu.Lock()
-	defer hc.mu.Unlock()
-	if err := hc.f.checkHTTPVersion(hc.ct.Negotiated, proto); err != nil {
-		return err
-	}
-	hc.ct.Negotiated.HTTPVersion = proto
-	return nil
+	return hc.f.recordHTTPVersion(&hc.mu, &hc.ct.Negotiated, proto)
 }
 
 func (hc *httpConn) close() {

@@ -143,13 +143,7 @@ func (qc *quicConn) mapErr(err error) error {
 }
 
 func (qc *quicConn) sawVersion(proto string) error {
-	qc.mu.Lock()
-	defer qc.mu.Unlock()
-	if err := qc.f.checkHTTPVersion(qc.ct.Negotiated, proto); err != nil {
-		return err
-	}
-	qc.ct.Negotiated.HTTPVersion = proto
-	return nil
+	return qc.f.recordHTTPVersion(&qc.mu, &qc.ct.Negotiated, proto)
 }
 
 func (qc *quicConn) doRaw(ctx context.Context, rq *request) error {

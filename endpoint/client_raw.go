@@ -11,6 +11,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/raw"
+	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -48,7 +49,7 @@ type rawTCPConn struct {
 func (f *fetcher) dialRawTCP(ctx context.Context) (clientConn, error) {
 	rc := &rawTCPConn{f: f}
 	rc.ct.Start = f.now()
-	d := net.Dialer{Control: setCongestion(f.spec.CongestionControl)}
+	d := net.Dialer{Control: sockopt.CongestionControl(f.spec.CongestionControl)}
 	c, err := d.DialContext(ctx, "tcp", f.spec.Addr)
 	if err != nil {
 		return nil, err

@@ -48,6 +48,14 @@ func specFor(srv *Server, pool *x509.CertPool, proto string, paths ...string) Fe
 	return FetchSpec{Proto: proto, Addr: addr, Paths: paths, RootCAs: pool, Verify: true}
 }
 
+// warmEcho is the spec of repeat /echo requests over proto on a warm
+// connection.
+func warmEcho(srv *Server, pool *x509.CertPool, proto string, repeat int) FetchSpec {
+	spec := specFor(srv, pool, proto, "/echo")
+	spec.Warm, spec.Repeat = true, repeat
+	return spec
+}
+
 // checkResult asserts the invariants every successful result must hold:
 // what was negotiated, ordered timestamps, chunk sums.
 func checkResult(t *testing.T, res *FetchResult, proto string) {
@@ -288,8 +296,7 @@ func TestWarmMeasuresOnlyRequests(t *testing.T) {
 	srv, pool := testServer(t, ServerConfig{})
 	for _, proto := range model.Protocols {
 		t.Run(proto, func(t *testing.T) {
-			spec := specFor(srv, pool, proto, "/echo")
-			spec.Warm, spec.Repeat = true, 5
+			spec := warmEcho(srv, pool, proto, 5)
 			res, err := Fetch(context.Background(), spec)
 			if err != nil {
 				t.Fatal(err)

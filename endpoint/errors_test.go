@@ -107,17 +107,21 @@ func fakeServer(t *testing.T, serve func(net.Conn)) string {
 	return ln.Addr().String()
 }
 
-func TestTruncatedBody(t *testing.T) {
-	addr := fakeServer(t, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil || line == "\r\n" {
-				break
-			}
+// truncatedHTTP1 reads an HTTP/1.1 request's header from c and answers
+// with a Content-Length of 1000 but only 10 bytes of body.
+func truncatedHTTP1(c io.ReadWriter) {
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil || line == "\r\n" {
+			break
 		}
-		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
-	})
+	}
+	io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
+}
+
+func TestTruncatedBody(t *testing.T) {
+	addr := fakeServer(t, func(c net.Conn) { truncatedHTTP1(c) })
 	res, err := Fetch(context.Background(), FetchSpec{Proto: model.ProtoH1C, Addr: addr, Paths: []string{"/bytes/1000"}})
 	if !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("h1c truncated body: err = %v", err)
@@ -152,14 +156,7 @@ func TestTruncatedBody(t *testing.T) {
 	h1.NextProtos = []string{"http/1.1"}
 	addr = fakeServer(t, func(c net.Conn) {
 		tc := tls.Server(c, h1)
-		br := bufio.NewReader(tc)
-		for {
-			line, err := br.ReadString('\n')
-			if err != nil || line == "\r\n" {
-				break
-			}
-		}
-		io.WriteString(tc, "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n0123456789")
+		truncatedHTTP1(tc)
 		tc.Close()
 	})
 	checkTruncated(t, model.ProtoH1, addr, ca.Pool(), 10)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
@@ -69,6 +70,18 @@ func (f *fetcher) checkHTTPVersion(n model.Negotiated, got string) error {
 		n.HTTPVersion = got
 		return &MismatchError{Proto: f.spec.Proto, What: "HTTP version", Want: want, Got: got, Negotiated: n}
 	}
+	return nil
+}
+
+// recordHTTPVersion checks the HTTP version of a connection's response
+// (checkHTTPVersion) and records it in n, which mu guards.
+func (f *fetcher) recordHTTPVersion(mu *sync.Mutex, n *model.Negotiated, proto string) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if err := f.checkHTTPVersion(*n, proto); err != nil {
+		return err
+	}
+	n.HTTPVersion = proto
 	return nil
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
+	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -321,7 +322,7 @@ func (s *Server) listen() error {
 var errUDPTaken = errors.New("UDP port unavailable")
 
 func (s *Server) listenConfig() *net.ListenConfig {
-	return &net.ListenConfig{Control: setCongestion(s.cfg.CongestionControl)}
+	return &net.ListenConfig{Control: sockopt.CongestionControl(s.cfg.CongestionControl)}
 }
 
 // bindTLSPort binds TCP and/or UDP on the same port. With port 0 the TCP

@@ -3,8 +3,6 @@ package endpoint
 import (
 	"fmt"
 	"net"
-	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -62,30 +60,4 @@ func tcpInfoStats(info *unix.TCPInfo, cc string) model.TransportStats {
 		ts.SsthreshBytes = int64(info.Snd_ssthresh) * mss
 	}
 	return ts
-}
-
-// setCongestion returns a socket control function that sets the TCP
-// congestion control algorithm (TCP_CONGESTION) of a socket before it
-// connects or listens; accepted sockets inherit a listener's algorithm.
-// An empty name keeps the system default.
-func setCongestion(name string) func(network, address string, c syscall.RawConn) error {
-	if name == "" {
-		return nil
-	}
-	return func(network, _ string, c syscall.RawConn) error {
-		if !strings.HasPrefix(network, "tcp") {
-			return nil
-		}
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, name)
-		})
-		if err == nil {
-			err = serr
-		}
-		if err != nil {
-			return fmt.Errorf("TCP congestion control %q: %w (see /proc/sys/net/ipv4/tcp_available_congestion_control)", name, err)
-		}
-		return nil
-	}
 }

@@ -442,25 +442,20 @@ func ppoll(fds []unix.PollFd, timeout *unix.Timespec) (int, error) {
 	return int(n), nil
 }
 
-func rawRead(fd int, b []byte) (int, error) {
-	for {
-		n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-		switch e {
-		case 0:
-			return int(n), nil
-		case unix.EINTR:
-			continue
-		}
-		return 0, e
-	}
-}
+func rawRead(fd int, b []byte) (int, error) { return rawIO(unix.SYS_READ, fd, b) }
 
 func rawWrite(fd int, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	return rawIO(unix.SYS_WRITE, fd, b)
+}
+
+// rawIO makes the read or write system call trap on fd with the non-empty
+// buffer b, again after EINTR.
+func rawIO(trap uintptr, fd int, b []byte) (int, error) {
 	for {
-		n, _, e := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		n, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
 		switch e {
 		case 0:
 			return int(n), nil

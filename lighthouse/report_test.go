@@ -73,42 +73,44 @@ func TestParseValues(t *testing.T) {
 		first, last  Request
 	}
 	site := "https://10.1.2.2:4433/site/site-39x3mb/"
+	// The first and the last request of every fixture: the page and its
+	// last script, which differ only in protocol, size on the wire and time.
+	page := func(proto string, transfer int64, start, end float64) Request {
+		return Request{URL: site, Protocol: proto, ResourceType: "Document", MimeType: "text/html", StatusCode: 200,
+			TransferSize: transfer, ResourceSize: 2591, StartMs: start, EndMs: end, Finished: true}
+	}
+	app5 := func(proto string, transfer int64, start, end float64) Request {
+		return Request{URL: site + "js/app5.js", Protocol: proto, ResourceType: "Script", MimeType: "text/javascript", StatusCode: 200,
+			TransferSize: transfer, ResourceSize: 36033, StartMs: start, EndMs: end, Finished: true}
+	}
 	cases := map[string]want{
 		"b-h2.json": {
 			metrics: [6]float64{307.844, 1238, 307.844, 307.844, 0, 0},
 			scores:  [6]float64{1, 0.92, 1, 1, 1, 1},
 			score:   0.99, study: 0.988, load: 2508, dcl: 9, bytes: 3003129, requests: 39, proto: "h2", benchmark: 1092,
-			first: Request{URL: site, Protocol: "h2", ResourceType: "Document", MimeType: "text/html", StatusCode: 200,
-				TransferSize: 2724, ResourceSize: 2591, StartMs: 3.6979999989271164, EndMs: 20.598999999463558, Finished: true},
-			last: Request{URL: site + "js/app5.js", Protocol: "h2", ResourceType: "Script", MimeType: "text/javascript", StatusCode: 200,
-				TransferSize: 36082, ResourceSize: 36033, StartMs: 130.8859999962151, EndMs: 1549.7119999974966, Finished: true},
+			first: page("h2", 2724, 3.6979999989271164, 20.598999999463558),
+			last:  app5("h2", 36082, 130.8859999962151, 1549.7119999974966),
 		},
 		"b-h1.json": {
 			metrics: [6]float64{277.321, 1287, 277.321, 2510.254, 0, 0},
 			scores:  [6]float64{1, 0.9, 1, 0.89, 1, 1},
 			score:   0.99, study: 0.9685, load: 2536, dcl: 2510, bytes: 3009084, requests: 39, proto: "http/1.1", benchmark: 1690.5,
-			first: Request{URL: site, Protocol: "http/1.1", ResourceType: "Document", MimeType: "text/html", StatusCode: 200,
-				TransferSize: 2833, ResourceSize: 2591, StartMs: 5.211999997496605, EndMs: 20.36099999770522, Finished: true},
-			last: Request{URL: site + "js/app5.js", Protocol: "http/1.1", ResourceType: "Script", MimeType: "text/javascript", StatusCode: 200,
-				TransferSize: 36282, ResourceSize: 36033, StartMs: 2175.7760000005364, EndMs: 2461.5619999952614, Finished: true},
+			first: page("http/1.1", 2833, 5.211999997496605, 20.36099999770522),
+			last:  app5("http/1.1", 36282, 2175.7760000005364, 2461.5619999952614),
 		},
 		"b-h3.json": {
 			metrics: [6]float64{288.462, 1244, 288.462, 2524.884, 0, 0},
 			scores:  [6]float64{1, 0.92, 1, 0.89, 1, 1},
 			score:   0.99, study: 0.9715, load: 2525, dcl: 2525, bytes: 3003151, requests: 39, proto: "h3", benchmark: 1565.5,
-			first: Request{URL: site, Protocol: "h3", ResourceType: "Document", MimeType: "text/html", StatusCode: 200,
-				TransferSize: 2655, ResourceSize: 2591, StartMs: 5.48200000077486, EndMs: 10.239000003784895, Finished: true},
-			last: Request{URL: site + "js/app5.js", Protocol: "h3", ResourceType: "Script", MimeType: "text/javascript", StatusCode: 200,
-				TransferSize: 36128, ResourceSize: 36033, StartMs: 2224.4460000023246, EndMs: 2513.9660000018775, Finished: true},
+			first: page("h3", 2655, 5.48200000077486, 10.239000003784895),
+			last:  app5("h3", 36128, 2224.4460000023246, 2513.9660000018775),
 		},
 		"a-h3.json": {
 			metrics: [6]float64{294.738, 1257, 294.738, 2520.543, 0, 0},
 			scores:  [6]float64{1, 0.91, 1, 0.89, 1, 1},
 			score:   0.99, study: 0.97, load: 2521, dcl: 2521, bytes: 3003151, requests: 39, proto: "h3", benchmark: 1637.5,
-			first: Request{URL: site, Protocol: "h3", ResourceType: "Document", MimeType: "text/html", StatusCode: 200,
-				TransferSize: 2655, ResourceSize: 2591, StartMs: 9.787000004202127, EndMs: 27.98600000143051, Finished: true},
-			last: Request{URL: site + "js/app5.js", Protocol: "h3", ResourceType: "Script", MimeType: "text/javascript", StatusCode: 200,
-				TransferSize: 36128, ResourceSize: 36033, StartMs: 2217.712000004947, EndMs: 2510.3460000045598, Finished: true},
+			first: page("h3", 2655, 9.787000004202127, 27.98600000143051),
+			last:  app5("h3", 36128, 2217.712000004947, 2510.3460000045598),
 		},
 	}
 	for name, w := range cases {

@@ -312,14 +312,7 @@ func startHanging(t *testing.T) (Install, string) {
 
 func waitChildGone(t *testing.T, pidFile string) {
 	t.Helper()
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatalf("the child never started: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pid := testsupport.ReadPID(t, pidFile, "the child never started")
 	deadline := time.Now().Add(5 * time.Second)
 	for !gone(pid) {
 		if time.Now().After(deadline) {

@@ -1,7 +1,9 @@
 // Package model holds the data types shared by quicbench's packages: what a
 // run, a cell and a sample are, and the per-sample measurements (negotiated
 // protocol, transport statistics, CPU cost, link counters, timelines) that
-// the endpoints produce, the store keeps and the report reads.
+// the endpoints produce, the store keeps and the report reads; and the
+// spellings they share: protocol, client and congestion control names, and
+// byte sizes (ParseSize, FormatSize).
 //
 // It is a leaf package: it imports only the standard library and emu (for
 // the emulator's counters), so every other package may depend on it.
@@ -28,6 +30,13 @@ var Protocols = []string{ProtoH1, ProtoH1C, ProtoH2, ProtoH3, ProtoTCP, ProtoQUI
 
 // IsQUIC reports whether proto runs over QUIC (as opposed to TCP).
 func IsQUIC(proto string) bool { return proto == ProtoH3 || proto == ProtoQUIC }
+
+// DefaultCC is the TCP congestion control used where none is chosen.
+const DefaultCC = "cubic"
+
+// CongestionControls lists the TCP congestion control algorithms quicbench
+// accepts (in plans, on the command line and for a testbed), DefaultCC first.
+var CongestionControls = []string{DefaultCC, "bbr", "reno"}
 
 // Client names: who issues the requests of a sample.
 const (

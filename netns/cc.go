@@ -6,28 +6,17 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/quicbench/quicbench/internal/sockopt"
 )
 
 // CCControl returns a Control function for net.Dialer and net.ListenConfig
 // that selects congestion control cc on every TCP socket (TCP_CONGESTION;
-// accepted connections inherit it from their listener). Endpoints use it so
-// that the algorithm under test applies even where a namespace cannot
-// default to it. Other sockets are left alone.
+// accepted connections inherit it from their listener), so that the
+// algorithm under test applies even where a namespace cannot default to it.
+// Other sockets are left alone; an empty cc gives nil, which sets nothing.
+// It is the setter the endpoints use (sockopt.CongestionControl).
 func CCControl(cc string) func(network, address string, c syscall.RawConn) error {
-	return func(network, address string, c syscall.RawConn) error {
-		if !strings.HasPrefix(network, "tcp") || cc == "" {
-			return nil
-		}
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, cc)
-		})
-		if err == nil && serr != nil {
-			err = fmt.Errorf("setsockopt TCP_CONGESTION %q: %w", cc, serr)
-		}
-		return err
-	}
+	return sockopt.CongestionControl(cc)
 }
 
 // RestrictedCCHint explains, for a user, why the namespaces default to

@@ -65,9 +65,11 @@ func onLockedThread(fn func() (clean bool, err error)) error {
 	return r.err
 }
 
-// inNetNS runs fn on a locked OS thread that has entered the namespace nsfd,
-// then returns the thread to the host namespace.
-func inNetNS(nsfd int, fn func() error) error {
+// InNamespace runs fn on a locked OS thread that has entered the network
+// namespace nsfd (a file descriptor of it), then returns the thread to the
+// process's own namespace. A thread that cannot return is discarded, and a
+// panic in fn reaches the caller.
+func InNamespace(nsfd int, fn func() error) error {
 	host, err := hostNetNS()
 	if err != nil {
 		return err
@@ -86,10 +88,10 @@ func inNetNS(nsfd int, fn func() error) error {
 	})
 }
 
-// newNetNS creates a network namespace and returns a file holding it. The
-// namespace lives as long as that file (or a bind mount, or a process in
-// it, or a socket or TUN device opened in it) exists.
-func newNetNS() (*os.File, error) {
+// NewNamespace creates an anonymous network namespace and returns a file
+// holding it. The namespace lives as long as that file (or a bind mount,
+// or a process in it, or a socket or TUN device opened in it) exists.
+func NewNamespace() (*os.File, error) {
 	host, err := hostNetNS()
 	if err != nil {
 		return nil, err

@@ -3,9 +3,12 @@ package netns
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/quicbench/quicbench/model"
 )
 
 // Socket buffer sizing.
@@ -63,7 +66,7 @@ const (
 	tcpRmemDefault  = 131072
 	tcpWmemMin      = 4096
 	tcpWmemDefault  = 16384
-	defaultCC       = "cubic"
+	defaultCC       = model.DefaultCC
 	ccAvailablePath = "/proc/sys/net/ipv4/tcp_available_congestion_control"
 )
 
@@ -78,8 +81,9 @@ var recordedSysctls = []string{
 	"net.ipv4.tcp_slow_start_after_idle",
 }
 
-// CongestionControls are the values Config.CC accepts.
-var CongestionControls = []string{"cubic", "bbr", "reno"}
+// CongestionControls are the values Config.CC accepts: the one list,
+// model.CongestionControls.
+var CongestionControls = model.CongestionControls
 
 func sysctlPath(key string) string { return "/proc/sys/" + strings.ReplaceAll(key, ".", "/") }
 
@@ -116,11 +120,7 @@ func bufferTriple(min, def, max int) string {
 
 // checkCC reports whether cc is a known and available congestion control.
 func checkCC(cc string) error {
-	known := false
-	for _, c := range CongestionControls {
-		known = known || c == cc
-	}
-	if !known {
+	if !slices.Contains(CongestionControls, cc) {
 		return fmt.Errorf("unknown congestion control %q (want one of %s)", cc, strings.Join(CongestionControls, ", "))
 	}
 	avail, err := os.ReadFile(ccAvailablePath)

@@ -36,6 +36,7 @@ import (
 	"github.com/quicbench/quicbench/emu/pipeline"
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/forward"
+	"github.com/quicbench/quicbench/internal/rtnl"
 	"github.com/quicbench/quicbench/tun"
 	"golang.org/x/sys/unix"
 )
@@ -261,7 +262,7 @@ func buildPipelines(up, down spec.Link, seed uint64, pools [2]*emu.Pool, reuse [
 func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 	sysctls := map[string]string{}
 	for _, s := range []Side{Client, Server} {
-		f, err := newNetNS()
+		f, err := NewNamespace()
 		if err != nil {
 			return fmt.Errorf("%s namespace: %w", s, err)
 		}
@@ -270,7 +271,7 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 			return err
 		}
 		local, peer := t.prefix(s), t.prefix(1-s)
-		err = inNetNS(int(f.Fd()), func() error {
+		err = InNamespace(int(f.Fd()), func() error {
 			applied, err := t.applySysctls(t.bufMax)
 			if err != nil {
 				return err
@@ -286,18 +287,6 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 			}
 			t.offloads = flags
 			t.devs[s] = dev
-			nl, err := openRtnl()
-			if err != nil {
-				return err
-			}
-			defer nl.close()
-			if err := nl.linkSet(1, 0, 0); err != nil { // lo
-				return err
-			}
-			ifc, err := interfaceIndex(DeviceName)
-			if err != nil {
-				return err
-			}
 			// The kernel drops what the device's ring cannot hold while the
 			// forwarder is busy; one entry is a whole super-packet with
 			// offloads, a single wire packet without, hence a longer ring.
@@ -305,13 +294,7 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 			if flags == 0 {
 				txqlen = 4000
 			}
-			if err := nl.linkSet(ifc, MTU, txqlen); err != nil {
-				return err
-			}
-			if err := nl.addrAdd(ifc, local); err != nil {
-				return err
-			}
-			return nl.routeAdd(peer.Masked(), ifc)
+			return rtnl.Configure(DeviceName, MTU, txqlen, local, peer.Masked())
 		})
 		if err != nil {
 			return fmt.Errorf("%s namespace %s: %w", s, t.NSName(s), err)
@@ -352,22 +335,6 @@ func createTUN(withOffload bool) (*tun.Device, int, error) {
 		}
 	}
 	return nil, 0, err
-}
-
-func interfaceIndex(name string) (int, error) {
-	ifr, err := unix.NewIfreq(name)
-	if err != nil {
-		return 0, err
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, fmt.Errorf("interface %s: %w", name, err)
-	}
-	return int(ifr.Uint32()), nil
 }
 
 // applySysctls writes the testbed's sysctls in the calling thread's
@@ -563,7 +530,7 @@ func (t *Testbed) SetLink(up, down spec.Link, seed uint64) error {
 	}
 	if bufMax > t.bufMax {
 		for _, s := range []Side{Client, Server} {
-			err := inNetNS(int(t.ns[s].Fd()), func() error {
+			err := InNamespace(int(t.ns[s].Fd()), func() error {
 				for _, k := range []string{sysRmem, sysWmem} {
 					min, def := tcpRmemMin, tcpRmemDefault
 					if k == sysWmem {
@@ -604,7 +571,7 @@ func (t *Testbed) Do(s Side, fn func() error) error {
 	if err != nil {
 		return err
 	}
-	return inNetNS(int(f.Fd()), fn)
+	return InNamespace(int(f.Fd()), fn)
 }
 
 func (t *Testbed) nsFile(s Side) (*os.File, error) {

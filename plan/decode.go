@@ -429,7 +429,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 		}
 	}
 	if v, ok := f["cc"]; ok {
-		if s, ok := d.choices(v.val, "cc", CongestionControls); ok {
+		if s, ok := d.choices(v.val, "cc", model.CongestionControls); ok {
 			out.ccs = s
 		}
 	}

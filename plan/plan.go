@@ -31,7 +31,7 @@ const (
 	DefaultTimeout    = 60 * time.Second
 	DefaultSeed       = 1
 	DefaultClient     = model.ClientBuiltin
-	DefaultCC         = "cubic"
+	DefaultCC         = model.DefaultCC
 )
 
 // Limits that keep a plan's expansion bounded.
@@ -40,9 +40,6 @@ const (
 	MaxCells      = 100000
 	MaxScenarios  = 10000
 )
-
-// CongestionControls are the TCP congestion control algorithms a plan may name.
-var CongestionControls = []string{"cubic", "bbr", "reno"}
 
 // Plan is a validated plan. Name, Description, Seed and Timeout may be
 // changed after parsing (for example to apply a --seed flag); everything

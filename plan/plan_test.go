@@ -22,6 +22,23 @@ func mustParse(t *testing.T, text string) *Plan {
 	return p
 }
 
+// keysOf returns the keys of cells, in order.
+func keysOf(cells []model.Cell) []string {
+	var keys []string
+	for _, c := range cells {
+		keys = append(keys, c.Key)
+	}
+	return keys
+}
+
+// checkKeys reports keys (the cells' keys) that differ from want.
+func checkKeys(t *testing.T, keys, want []string) {
+	t.Helper()
+	if !reflect.DeepEqual(keys, want) {
+		t.Errorf("keys\n%s\nwant\n%s", strings.Join(keys, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 const minimal = `
 scenarios:
   - name: a
@@ -43,9 +60,7 @@ func TestDefaults(t *testing.T) {
 		}
 	}
 	want := []string{"a/ttfb/size=1KB/h1/builtin/cubic", "a/ttfb/size=1KB/h2/builtin/cubic", "a/ttfb/size=1KB/h3/builtin/cubic"}
-	if !reflect.DeepEqual(keys, want) {
-		t.Errorf("keys %v; want %v", keys, want)
-	}
+	checkKeys(t, keys, want)
 }
 
 func TestAliases(t *testing.T) {
@@ -81,10 +96,7 @@ tests:
     timeout: 2m
 `)
 	cells, _ := p.Expand()
-	var keys []string
-	for _, c := range cells {
-		keys = append(keys, c.Key)
-	}
+	keys := keysOf(cells)
 	// scenario, test entry, params (objects first: the test's order), client, cc, protocol
 	want := []string{
 		"x/multiplex/objects=3,size=1KB/h3/builtin/cubic", "x/multiplex/objects=3,size=1KB/h2/builtin/cubic",
@@ -96,9 +108,7 @@ tests:
 		"x/multiplex/objects=4,size=2KB/h3/builtin/cubic", "x/multiplex/objects=4,size=2KB/h2/builtin/cubic",
 		"x/multiplex/objects=4,size=2KB/h3/builtin/bbr", "x/multiplex/objects=4,size=2KB/h2/builtin/bbr",
 	}
-	if !reflect.DeepEqual(keys[:16], want) {
-		t.Errorf("keys\n%s\nwant\n%s", strings.Join(keys[:16], "\n"), strings.Join(want, "\n"))
-	}
+	checkKeys(t, keys[:16], want)
 	if len(cells) != 16*3+4 {
 		t.Fatalf("%d cells; want 52", len(cells))
 	}
@@ -469,19 +479,12 @@ tests:
 		t.Errorf("notes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	cells, _ := p.Expand()
-	var keys []string
-	for _, c := range cells {
-		keys = append(keys, c.Key)
-	}
-	wantKeys := []string{
+	checkKeys(t, keysOf(cells), []string{
 		"a/download/size=1MB/h2/builtin/cubic", "a/download/size=1MB/h3/builtin/cubic",
 		"a/download/size=1MB/tcp/builtin/cubic", "a/download/size=1MB/quic/builtin/cubic",
 		"a/page/objects=10,size=10KB,connection=cold/h2/builtin/cubic", "a/page/objects=10,size=10KB,connection=cold/h3/builtin/cubic",
 		"a/page/objects=10,size=10KB,connection=cold/h2/chromium/cubic", "a/page/objects=10,size=10KB,connection=cold/h3/chromium/cubic",
-	}
-	if !reflect.DeepEqual(keys, wantKeys) {
-		t.Errorf("keys\n%s", strings.Join(keys, "\n"))
-	}
+	})
 }
 
 // TestLighthouseCells checks the lighthouse client's cells: page and site
@@ -898,9 +901,7 @@ tests:
 		"c/download/size=5KB/h2/builtin/cubic", "c/download/size=5KB/h3/builtin/cubic",
 		"c/download/size=1MB/h2/builtin/cubic", "c/download/size=1MB/h3/builtin/cubic",
 	}
-	if !reflect.DeepEqual(keys, want) {
-		t.Errorf("keys\n%s", strings.Join(keys, "\n"))
-	}
+	checkKeys(t, keys, want)
 	if n := q.Notes(); len(n) != 1 || n[0] != "quick: tests[1] (download) dropped: once capped it repeats cells of an earlier test" {
 		t.Errorf("notes %q", n)
 	}

@@ -119,11 +119,7 @@ func checkComplete(t *testing.T, ds *model.Dataset) {
 
 func TestRunPairsAndResumes(t *testing.T) {
 	needRoot(t)
-	p, err := plan.Parse("small.yaml", []byte(smallPlan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "r.db")
+	p, db := smallPlanAndDB(t, "r.db")
 	// A partial run, then a resume of the same database.
 	sum := runPlan(t, p, db, 9)
 	if sum.Complete || sum.Taken != 9 {
@@ -131,7 +127,7 @@ func TestRunPairsAndResumes(t *testing.T) {
 	}
 	checkEnv(t, load(t, db).Run.Env)
 	exe, _ := os.Executable()
-	sum, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
+	sum, err := runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +411,17 @@ func checkPrep(t *testing.T, ds *model.Dataset) {
 	}
 }
 
+// smallPlanAndDB parses smallPlan and returns it with the path of a new
+// database file named name.
+func smallPlanAndDB(t *testing.T, name string) (*plan.Plan, string) {
+	t.Helper()
+	p, err := plan.Parse("small.yaml", []byte(smallPlan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, filepath.Join(t.TempDir(), name)
+}
+
 func mustCells(t *testing.T, p *plan.Plan) []model.Cell {
 	cells, err := p.Expand()
 	if err != nil {
@@ -427,11 +434,7 @@ func mustCells(t *testing.T, p *plan.Plan) []model.Cell {
 // version is not continued (its samples would not be comparable).
 func TestResumeRefusesOtherSoftware(t *testing.T) {
 	needRoot(t)
-	p, err := plan.Parse("small.yaml", []byte(smallPlan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "v.db")
+	p, db := smallPlanAndDB(t, "v.db")
 	runPlan(t, p, db, 2)
 	setQuicGo := func(v string) (was string) {
 		t.Helper()
@@ -450,7 +453,7 @@ func TestResumeRefusesOtherSoftware(t *testing.T) {
 	}
 	orig := setQuicGo("v0.1.0")
 	exe, _ := os.Executable()
-	_, err = runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
+	_, err := runner.Run(context.Background(), runner.Options{DB: db, Resume: true, Exe: exe})
 	if err == nil || !strings.Contains(err.Error(), "quic-go version changed") {
 		t.Fatalf("resume after a quic-go change: got %v, want a refusal naming the quic-go version", err)
 	}

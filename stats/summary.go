@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"hash/fnv"
 	"math"
 	"math/bits"
@@ -49,30 +50,14 @@ func Default() Config {
 // WithDefaults returns c with every zero field replaced by its default.
 func (c Config) WithDefaults() Config {
 	d := Default()
-	if c.Level == 0 {
-		c.Level = d.Level
-	}
-	if c.Alpha == 0 {
-		c.Alpha = d.Alpha
-	}
-	if c.Resamples == 0 {
-		c.Resamples = d.Resamples
-	}
-	if c.Seed == 0 {
-		c.Seed = d.Seed
-	}
-	if c.Margin == 0 {
-		c.Margin = d.Margin
-	}
-	if c.Share == 0 {
-		c.Share = d.Share
-	}
-	if c.CorrectionScope == "" {
-		c.CorrectionScope = d.CorrectionScope
-	}
-	if c.FailGap == 0 {
-		c.FailGap = d.FailGap
-	}
+	c.Level = cmp.Or(c.Level, d.Level)
+	c.Alpha = cmp.Or(c.Alpha, d.Alpha)
+	c.Resamples = cmp.Or(c.Resamples, d.Resamples)
+	c.Seed = cmp.Or(c.Seed, d.Seed)
+	c.Margin = cmp.Or(c.Margin, d.Margin)
+	c.Share = cmp.Or(c.Share, d.Share)
+	c.CorrectionScope = cmp.Or(c.CorrectionScope, d.CorrectionScope)
+	c.FailGap = cmp.Or(c.FailGap, d.FailGap)
 	return c
 }
 

@@ -174,18 +174,5 @@ func (db *DB) Cells(ctx context.Context, runID int64) ([]model.Cell, error) {
 }
 
 func cellsOf(ctx context.Context, q querier, runID int64) ([]model.Cell, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+cellColumns+` FROM cells WHERE run_id = ? ORDER BY position`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var cells []model.Cell
-	for rows.Next() {
-		c, err := scanCell(rows)
-		if err != nil {
-			return nil, err
-		}
-		cells = append(cells, c)
-	}
-	return cells, rows.Err()
+	return queryAll(ctx, q, scanCell, `SELECT `+cellColumns+` FROM cells WHERE run_id = ? ORDER BY position`, runID)
 }

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,19 +26,20 @@ import (
 
 // appendMetrics encodes m as a JSON object with sorted keys.
 func appendMetrics(b []byte, m map[string]float64) []byte {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	return appendJSONObject(b, m, appendJSONFloat)
+}
+
+// appendJSONObject encodes m as a JSON object with sorted keys, each value
+// written by appendValue.
+func appendJSONObject[V any](b []byte, m map[string]V, appendValue func([]byte, V) []byte) []byte {
 	b = append(b, '{')
-	for i, name := range names {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, name)
+		b = appendJSONString(b, k)
 		b = append(b, ':')
-		b = appendJSONFloat(b, m[name])
+		b = appendValue(b, m[k])
 	}
 	return append(b, '}')
 }

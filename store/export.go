@@ -652,19 +652,5 @@ func (x exporter) warnings() table {
 
 // jsonObject encodes a string map as a JSON object with sorted keys.
 func jsonObject(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	b := []byte{'{'}
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendJSONString(b, k)
-		b = append(b, ':')
-		b = appendJSONString(b, m[k])
-	}
-	return string(append(b, '}'))
+	return string(appendJSONObject(nil, m, appendJSONString))
 }

@@ -115,6 +115,17 @@ func fullSample(cellID int64, iteration, points int) model.Sample {
 	return s
 }
 
+// mustRunWithCells creates a run with n test cells (testCells) in db.
+func mustRunWithCells(t testing.TB, db *DB, n int) (model.Run, []model.Cell) {
+	t.Helper()
+	r := mustCreateRun(t, db)
+	cells := testCells(n)
+	if err := db.InsertCells(context.Background(), r.ID, cells); err != nil {
+		t.Fatal(err)
+	}
+	return r, cells
+}
+
 func mustCreateRun(t testing.TB, db *DB) model.Run {
 	t.Helper()
 	r := testRun()

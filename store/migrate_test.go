@@ -49,11 +49,7 @@ func oldDatabase(t *testing.T, src string, version int) string {
 // every field.
 func TestMigrateOlderSchema(t *testing.T) {
 	db, srcPath := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 1)
 	old := fullSample(cells[0].ID, 0, 3)
 	if old.Transport[0].CongestionStateChanges == 0 {
 		t.Fatal("fullSample has no congestion state changes")

@@ -83,32 +83,14 @@ func (db *DB) UpdateRunEnv(ctx context.Context, runID int64, env model.Environme
 			return fmt.Errorf("store: encoding sysctls: %w", err)
 		}
 	}
-	res, err := db.w.ExecContext(ctx, `UPDATE runs SET cc_client = ?, cc_server = ?, sysctls = ? WHERE id = ?`,
-		env.CCClient, env.CCServer, string(sysctls), runID)
-	if err != nil {
-		return fmt.Errorf("store: updating the environment of run %d: %w", runID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
-	}
-	return nil
+	return db.updateRun(ctx, runID, "updating the environment of", `UPDATE runs SET cc_client = ?, cc_server = ?, sysctls = ? WHERE id = ?`,
+		env.CCClient, env.CCServer, string(sysctls))
 }
 
 // SetRunBrowser records the browser (product and version, e.g.
 // "Chrome/156.0.8078.79") that took the run's chromium samples.
 func (db *DB) SetRunBrowser(ctx context.Context, runID int64, browser string) error {
-	res, err := db.w.ExecContext(ctx, `UPDATE runs SET browser = ? WHERE id = ?`, browser, runID)
-	if err != nil {
-		return fmt.Errorf("store: updating the browser of run %d: %w", runID, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		return fmt.Errorf("store: run %d: %w", runID, ErrNotFound)
-	}
-	return nil
+	return db.updateRun(ctx, runID, "updating the browser of", `UPDATE runs SET browser = ? WHERE id = ?`, browser)
 }
 
 // RunBrowser returns the browser recorded by SetRunBrowser ("" if the run
@@ -128,10 +110,18 @@ func (db *DB) UpdateRunStatus(ctx context.Context, runID int64, status string, f
 	if err := checkRunStatus(status); err != nil {
 		return err
 	}
-	res, err := db.w.ExecContext(ctx, `UPDATE runs SET status = ?, finished_ns = ? WHERE id = ?`,
-		status, timeToNS(finished), runID)
+	return db.updateRun(ctx, runID, "updating", `UPDATE runs SET status = ?, finished_ns = ? WHERE id = ?`,
+		status, timeToNS(finished))
+}
+
+// updateRun executes query, an UPDATE of run runID whose last parameter is
+// the run's id, with args before it. what says in an error what was done
+// to the run ("updating the browser of"); a run that does not exist is
+// ErrNotFound.
+func (db *DB) updateRun(ctx context.Context, runID int64, what, query string, args ...any) error {
+	res, err := db.w.ExecContext(ctx, query, append(args, runID)...)
 	if err != nil {
-		return fmt.Errorf("store: updating run %d: %w", runID, err)
+		return fmt.Errorf("store: %s run %d: %w", what, runID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return err
@@ -146,6 +136,24 @@ const runColumns = `id, plan_name, plan_text, plan_hash, seed, started_ns, finis
 	cc_client, cc_server, sysctls`
 
 type rowScanner interface{ Scan(...any) error }
+
+// queryAll runs query with args and returns its rows as scan reads them.
+func queryAll[T any](ctx context.Context, q querier, scan func(rowScanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
 
 func scanRun(s rowScanner) (model.Run, error) {
 	var (
@@ -192,20 +200,7 @@ func runByID(ctx context.Context, q querier, runID int64) (model.Run, error) {
 
 // Runs returns every run in the database, oldest first.
 func (db *DB) Runs(ctx context.Context) ([]model.Run, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+runColumns+` FROM runs ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var runs []model.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
+	return queryAll(ctx, db.r, scanRun, `SELECT `+runColumns+` FROM runs ORDER BY id`)
 }
 
 // LatestRun returns the most recently created run (ErrNotFound if the
@@ -232,19 +227,6 @@ func (db *DB) AddRunWarning(ctx context.Context, runID int64, message string) er
 // RunWarnings returns the run-level warnings of a run, in the order they
 // were added.
 func (db *DB) RunWarnings(ctx context.Context, runID int64) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx,
+	return queryAll(ctx, db.r, func(s rowScanner) (m string, err error) { return m, s.Scan(&m) },
 		`SELECT message FROM warnings WHERE run_id = ? AND sample_id IS NULL ORDER BY id`, runID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var m string
-		if err := rows.Scan(&m); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }

@@ -184,11 +184,7 @@ func TestRuns(t *testing.T) {
 
 func TestInsertCellsIdempotent(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(4)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 4)
 	for i, c := range cells {
 		if c.ID == 0 {
 			t.Fatalf("cell %d has no ID", i)
@@ -235,17 +231,9 @@ func TestInsertCellsIdempotent(t *testing.T) {
 // them back: every field must survive, in cell-then-iteration order.
 func TestSampleRoundTrip(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(2)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 2)
 	// A second run whose samples must not leak into the first one's dataset.
-	other := mustCreateRun(t, db)
-	otherCells := testCells(1)
-	if err := db.InsertCells(ctx, other.ID, otherCells); err != nil {
-		t.Fatal(err)
-	}
+	other, otherCells := mustRunWithCells(t, db, 1)
 
 	var want []model.Sample
 	for _, c := range cells {
@@ -313,11 +301,7 @@ func TestSampleRoundTrip(t *testing.T) {
 
 func TestNonFiniteValues(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 1)
 	s := fullSample(cells[0].ID, 0, 3)
 	s.Status, s.Value = model.StatusFailed, math.NaN()
 	s.Metrics = map[string]float64{"nan": math.NaN(), "inf": math.Inf(1), "ninf": math.Inf(-1)}
@@ -342,11 +326,7 @@ func TestNonFiniteValues(t *testing.T) {
 
 func TestDuplicateSampleRejected(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	_, cells := mustRunWithCells(t, db, 1)
 	for _, it := range []int{-1, 4} {
 		s := fullSample(cells[0].ID, it, 10)
 		if err := db.InsertSample(ctx, &s); err != nil {
@@ -374,11 +354,7 @@ func TestDuplicateSampleRejected(t *testing.T) {
 
 func TestInsertSampleValidation(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 1)
 	cases := map[string]func(*model.Sample){
 		`status "done"`:       func(s *model.Sample) { s.Status = "done" },
 		"iteration -2":        func(s *model.Sample) { s.Iteration = -2 },
@@ -401,11 +377,7 @@ func TestInsertSampleValidation(t *testing.T) {
 
 func TestDoneSamplesAndCount(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(3)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 3)
 	stored := map[int64][]int{cells[0].ID: {-1, 0, 1}, cells[2].ID: {0, 5}}
 	for cell, its := range stored {
 		for _, it := range its {
@@ -438,11 +410,7 @@ func TestDoneSamplesAndCount(t *testing.T) {
 // with the stored values.
 func TestTimelinePointsView(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	_, cells := mustRunWithCells(t, db, 1)
 	s := fullSample(cells[0].ID, 0, 50)
 	if err := db.InsertSample(ctx, &s); err != nil {
 		t.Fatal(err)
@@ -553,11 +521,7 @@ func FuzzParsePoints(f *testing.F) {
 
 func TestLoadDatasetEmptyAndMissing(t *testing.T) {
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(2)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := mustRunWithCells(t, db, 2)
 	ds, err := db.LoadDataset(ctx, r.ID)
 	if err != nil || len(ds.Cells) != 2 || len(ds.Samples) != 0 || ds.Run.ID != r.ID {
 		t.Fatalf("empty run: %+v, %v", ds, err)
@@ -572,11 +536,7 @@ func TestLoadDatasetEmptyAndMissing(t *testing.T) {
 func TestLoadWhileWriting(t *testing.T) {
 	forceParallelLoad(t)
 	db, _ := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(3)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
+	r, cells := mustRunWithCells(t, db, 3)
 	const per = 40
 	done := make(chan error, 1)
 	go func() {

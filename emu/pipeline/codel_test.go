@@ -76,11 +76,7 @@ func TestCoDelControlsAStandingQueue(t *testing.T) {
 func TestCoDelParameters(t *testing.T) {
 	// A larger target arms later: first drop at 20 + 50 ms with target 20ms
 	// and interval 50ms.
-	p, pool := build(t, "rate 12mbit queue codel target 20ms interval 50ms", 1)
-	got := drive(t, p, pool, every(100, 0, 0, 1500), false)
-	if len(got) != 99 {
-		t.Fatalf("delivered %d, want 99", len(got))
-	}
+	_, got := deliverN(t, "rate 12mbit queue codel target 20ms interval 50ms", every(100, 0, 0, 1500), false, 99)
 	for i, d := range got {
 		if i < 70 && d.id != uint64(i) || i >= 70 && d.id != uint64(i+1) {
 			t.Fatalf("delivery %d is packet %d: want packet 70 dropped", i, d.id)

@@ -9,11 +9,7 @@ import (
 )
 
 func TestDelayExact(t *testing.T) {
-	p, pool := build(t, "delay 25ms", 1)
-	got := drive(t, p, pool, every(100, 0, 137*us, 1000), true)
-	if len(got) != 100 {
-		t.Fatalf("%d delivered, want 100", len(got))
-	}
+	p, got := deliverN(t, "delay 25ms", every(100, 0, 137*us, 1000), true, 100)
 	for i, d := range got {
 		want := emu.Time(i)*137*us + 25*ms
 		if d.id != uint64(i) || d.at != want {

@@ -114,6 +114,18 @@ func drive(t testing.TB, p *Pipeline, pool *emu.Pool, arrivals []arrival, exact 
 	}
 }
 
+// deliverN builds link s (seed 1), drives arrivals through it (see drive)
+// and fails unless want packets are delivered.
+func deliverN(t testing.TB, s string, arrivals []arrival, exact bool, want int) (*Pipeline, []delivery) {
+	t.Helper()
+	p, pool := build(t, s, 1)
+	got := drive(t, p, pool, arrivals, exact)
+	if len(got) != want {
+		t.Fatalf("delivered %d, want %d", len(got), want)
+	}
+	return p, got
+}
+
 // every returns n arrivals of size bytes, gap apart from start, ids from 0.
 func every(n int, start, gap emu.Time, size int) []arrival {
 	a := make([]arrival, n)

@@ -37,11 +37,7 @@ func TestOnOffPhaseStartsAtFirstPacket(t *testing.T) {
 func TestOnOffPausesTheBottleneck(t *testing.T) {
 	// 120 packets of 1 ms each at 0: the first 100 start in the ON period,
 	// then transmission pauses for the 50 ms blackout and resumes at 150 ms.
-	p, pool := build(t, "rate 12mbit onoff 100ms 50ms", 1)
-	got := drive(t, p, pool, every(120, 0, 0, 1500), true)
-	if len(got) != 120 {
-		t.Fatalf("delivered %d", len(got))
-	}
+	_, got := deliverN(t, "rate 12mbit onoff 100ms 50ms", every(120, 0, 0, 1500), true, 120)
 	for i, d := range got {
 		want := emu.Time(i+1) * ms
 		if i >= 100 {
@@ -52,7 +48,7 @@ func TestOnOffPausesTheBottleneck(t *testing.T) {
 		}
 	}
 	// A trace's opportunities during a blackout are skipped.
-	p, pool = build(t, fmt.Sprintf("trace %s onoff 3ms 2ms", writeTrace(t, "1\n")), 1)
+	p, pool := build(t, fmt.Sprintf("trace %s onoff 3ms 2ms", writeTrace(t, "1\n")), 1)
 	got = drive(t, p, pool, every(6, 0, 0, 1500), true)
 	// Opportunities at 1, 2 (ON), 3, 4 (OFF), 5, 6, 7 (ON), 8, 9 (OFF), 10.
 	equalTimes(t, "trace+onoff", deliveryTimes(got), []emu.Time{1 * ms, 2 * ms, 5 * ms, 6 * ms, 7 * ms, 10 * ms})

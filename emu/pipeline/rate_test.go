@@ -74,11 +74,7 @@ func TestRateOverheadAndCells(t *testing.T) {
 func TestLimitOverflowDrops(t *testing.T) {
 	// At time 0 the first packet starts transmitting and the next 10 wait:
 	// limit counts waiting packets, so 14 of 25 are dropped.
-	p, pool := build(t, "rate 8mbit limit 10", 1)
-	got := drive(t, p, pool, every(25, 0, 0, 1000), true)
-	if len(got) != 11 {
-		t.Fatalf("%d delivered, want 11", len(got))
-	}
+	p, got := deliverN(t, "rate 8mbit limit 10", every(25, 0, 0, 1000), true, 11)
 	for i, d := range got {
 		if d.id != uint64(i) {
 			t.Fatalf("delivery %d is packet %d: drop-tail must drop the newest", i, d.id)

@@ -146,6 +146,60 @@ func (p *parser) once(kw token, key string) error {
 	return nil
 }
 
+// arg checks that keyword kw (named key) comes once and returns its
+// argument; need says what it is ("a TIME").
+func (p *parser) arg(kw token, key, need string) (token, error) {
+	if err := p.once(kw, key); err != nil {
+		return token{}, err
+	}
+	return p.next(kw, need)
+}
+
+// count reads keyword kw's packet count (1 to MaxInt32), once;
+// example shows one ("limit 1000").
+func (p *parser) count(kw token, key, example string) (uint32, error) {
+	t, err := p.arg(kw, key, "a packet count (e.g. "+example+")")
+	if err != nil {
+		return 0, err
+	}
+	v, err := parseInt(t.text, 1, math.MaxInt32)
+	if err != nil {
+		return 0, p.errAt(t, "%s %s", key, err)
+	}
+	return uint32(v), nil
+}
+
+// optInt reads an optional integer in [lo, hi]; ok is false when none
+// follows (err nil) or when it is not valid (err says why). name labels
+// errors about its value.
+func (p *parser) optInt(lo, hi int64, name string) (v int64, t token, ok bool, err error) {
+	if !p.nextIsNumber() {
+		return 0, t, false, nil
+	}
+	t = p.toks[p.i]
+	p.i++
+	if v, err = parseInt(t.text, lo, hi); err != nil {
+		return 0, t, false, p.errAt(t, "%s %s", name, err)
+	}
+	return v, t, true, nil
+}
+
+// optPercents reads optional percentages into params in turn, as long as
+// numbers follow; names label them in errors.
+func (p *parser) optPercents(kw token, names []string, params ...*float64) error {
+	for i, f := range params {
+		if !p.nextIsNumber() {
+			break
+		}
+		v, err := p.percent(kw, names[i])
+		if err != nil {
+			return err
+		}
+		*f = v
+	}
+	return nil
+}
+
 // duration reads a non-negative time; name labels errors about its value.
 func (p *parser) duration(kw token, name, need string) (time.Duration, token, error) {
 	t, err := p.next(kw, need)
@@ -252,20 +306,9 @@ func (p *parser) nextIsNumberAt(i int) bool {
 	return ok
 }
 
-func (p *parser) parseLimit(kw token) error {
-	if err := p.once(kw, "limit"); err != nil {
-		return err
-	}
-	t, err := p.next(kw, "a packet count (e.g. limit 1000)")
-	if err != nil {
-		return err
-	}
-	v, err := parseInt(t.text, 1, math.MaxInt32)
-	if err != nil {
-		return p.errAt(t, "limit %s", err)
-	}
-	p.l.Limit = uint32(v)
-	return nil
+func (p *parser) parseLimit(kw token) (err error) {
+	p.l.Limit, err = p.count(kw, "limit", "limit 1000")
+	return err
 }
 
 func (p *parser) parseDelay(kw token) error {
@@ -288,10 +331,7 @@ func (p *parser) parseDelay(kw token) error {
 }
 
 func (p *parser) parseDistribution(kw token) error {
-	if err := p.once(kw, "distribution"); err != nil {
-		return err
-	}
-	t, err := p.next(kw, "a name (uniform, normal, pareto or paretonormal)")
+	t, err := p.arg(kw, "distribution", "a name (uniform, normal, pareto or paretonormal)")
 	if err != nil {
 		return err
 	}
@@ -344,15 +384,8 @@ func (p *parser) parseGemodel(kw token) error {
 		return err
 	}
 	l.R = 100 - l.P // tc's default since iproute2 5.1: a Bernoulli model
-	params := []*float64{&l.R, &l.BadLoss, &l.GoodLoss}
-	names := []string{"gemodel R", "gemodel 1-H", "gemodel 1-K"}
-	for i, f := range params {
-		if !p.nextIsNumber() {
-			break
-		}
-		if *f, err = p.percent(kw, names[i]); err != nil {
-			return err
-		}
+	if err := p.optPercents(kw, []string{"gemodel R", "gemodel 1-H", "gemodel 1-K"}, &l.R, &l.BadLoss, &l.GoodLoss); err != nil {
+		return err
 	}
 	p.l.Loss = l
 	return nil
@@ -365,15 +398,8 @@ func (p *parser) parseState(kw token) error {
 		return err
 	}
 	l.P31 = 100 - l.P13 // tc's defaults
-	params := []*float64{&l.P31, &l.P32, &l.P23, &l.P14}
-	names := []string{"state P31", "state P32", "state P23", "state P14"}
-	for i, f := range params {
-		if !p.nextIsNumber() {
-			break
-		}
-		if *f, err = p.percent(kw, names[i]); err != nil {
-			return err
-		}
+	if err := p.optPercents(kw, []string{"state P31", "state P32", "state P23", "state P14"}, &l.P31, &l.P32, &l.P23, &l.P14); err != nil {
+		return err
 	}
 	if l.P13+l.P14 > 100 {
 		return p.errAt(kw, "state P13 + P14 must not exceed 100%%")
@@ -403,61 +429,30 @@ func (p *parser) parseProbCorr(kw token, name string, prob, corr *float64) error
 	return nil
 }
 
-func (p *parser) parseGap(kw token) error {
-	if err := p.once(kw, "gap"); err != nil {
-		return err
-	}
-	t, err := p.next(kw, "a packet count (e.g. gap 5)")
-	if err != nil {
-		return err
-	}
-	v, err := parseInt(t.text, 1, math.MaxInt32)
-	if err != nil {
-		return p.errAt(t, "gap %s", err)
-	}
-	p.l.Gap = uint32(v)
-	return nil
+func (p *parser) parseGap(kw token) (err error) {
+	p.l.Gap, err = p.count(kw, "gap", "gap 5")
+	return err
 }
 
 func (p *parser) parseRate(kw token) error {
-	if err := p.once(kw, "rate"); err != nil {
-		return err
-	}
-	t, err := p.next(kw, "a RATE (e.g. 10mbit)")
+	t, err := p.arg(kw, "rate", "a RATE (e.g. 10mbit)")
 	if err != nil {
 		return err
 	}
 	if p.l.Rate, err = parseRate(t.text); err != nil {
 		return p.errAt(t, "rate %s", err)
 	}
-	if !p.nextIsNumber() {
-		return nil
-	}
-	t = p.toks[p.i]
-	p.i++
-	v, err := parseInt(t.text, -65535, 65535)
-	if err != nil {
-		return p.errAt(t, "rate packet overhead (bytes) %s", err)
+	v, _, ok, err := p.optInt(-65535, 65535, "rate packet overhead (bytes)")
+	if !ok {
+		return err
 	}
 	p.l.PacketOverhead = int32(v)
-	if !p.nextIsNumber() {
-		return nil
-	}
-	t = p.toks[p.i]
-	p.i++
-	v, err = parseInt(t.text, 0, 65535)
-	if err != nil {
-		return p.errAt(t, "rate cell size (bytes) %s", err)
+	if v, _, ok, err = p.optInt(0, 65535, "rate cell size (bytes)"); !ok {
+		return err
 	}
 	p.l.CellSize = uint32(v)
-	if !p.nextIsNumber() {
-		return nil
-	}
-	t = p.toks[p.i]
-	p.i++
-	v, err = parseInt(t.text, -1024, 1024)
-	if err != nil {
-		return p.errAt(t, "rate cell overhead (bytes) %s", err)
+	if v, t, ok, err = p.optInt(-1024, 1024, "rate cell overhead (bytes)"); !ok {
+		return err
 	}
 	if p.l.CellSize == 0 && v != 0 {
 		return p.errAt(t, "rate cell overhead needs a non-zero cell size")
@@ -470,10 +465,7 @@ func (p *parser) parseRate(kw token) error {
 }
 
 func (p *parser) parseQueue(kw token) error {
-	if err := p.once(kw, "queue"); err != nil {
-		return err
-	}
-	t, err := p.next(kw, "a discipline (droptail or codel)")
+	t, err := p.arg(kw, "queue", "a discipline (droptail or codel)")
 	if err != nil {
 		return err
 	}
@@ -490,10 +482,7 @@ func (p *parser) parseQueue(kw token) error {
 		switch k := strings.ToLower(sub.text); k {
 		case "bytes":
 			p.i++
-			if err := p.once(sub, "bytes"); err != nil {
-				return err
-			}
-			v, err := p.next(sub, "a SIZE in bytes (e.g. bytes 150000)")
+			v, err := p.arg(sub, "bytes", "a SIZE in bytes (e.g. bytes 150000)")
 			if err != nil {
 				return err
 			}
@@ -528,10 +517,7 @@ func (p *parser) parseQueue(kw token) error {
 }
 
 func (p *parser) parseTrace(kw token) error {
-	if err := p.once(kw, "trace"); err != nil {
-		return err
-	}
-	t, err := p.next(kw, "a FILE (a mahimahi trace)")
+	t, err := p.arg(kw, "trace", "a FILE (a mahimahi trace)")
 	if err != nil {
 		return err
 	}

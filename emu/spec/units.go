@@ -191,29 +191,54 @@ var rateUnits = map[string]int64{
 // moves, so transmission-time arithmetic cannot overflow.
 const maxRate = 10_000_000_000_000
 
-// parseRate parses a tc rate into bits per second, rounding to the nearest
-// bit/s. A bare number is bits per second, as in tc.
-func parseRate(tok string) (uint64, error) {
+// quantity describes a positive amount with a unit (a rate, a size) for
+// parseQuantity: what each error says, the units and the bound.
+type quantity struct {
+	kind     string           // "rate", "size": "has an unknown <kind> unit"
+	notA     string           // error when the token is not a number with a unit
+	units    map[string]int64 // lower-case unit -> multiplier
+	want     string           // the units an unknown one is told to be
+	max      uint64
+	tooLarge string
+	zero     string // error for an amount of zero
+}
+
+// parseQuantity parses tok as q, rounding to the nearest whole unit.
+func parseQuantity(tok string, q *quantity) (uint64, error) {
 	n, err := lexNumber(tok)
 	if err != nil {
-		return 0, errors.New("is not a rate (want e.g. 10mbit, 1.5gbit, 500kbit)")
+		return 0, errors.New(q.notA)
 	}
-	mul, ok := rateUnits[strings.ToLower(n.unit)]
+	mul, ok := q.units[strings.ToLower(n.unit)]
 	if !ok {
-		return 0, errors.New("has an unknown rate unit " + strconv.Quote(n.unit) + " (want bit, kbit, mbit, gbit, tbit, their kibit.. forms, or bps, kbps, mbps, gbps for BYTES per second)")
+		return 0, errors.New("has an unknown " + q.kind + " unit " + strconv.Quote(n.unit) + " (" + q.want + ")")
 	}
 	if n.neg && !n.isZero() {
 		return 0, errors.New("must not be negative")
 	}
 	v := n.scaled(big.NewInt(mul), big.NewInt(1))
-	if !v.IsUint64() || v.Uint64() > maxRate {
-		return 0, errors.New("is too large (at most 10tbit)")
+	if !v.IsUint64() || v.Uint64() > q.max {
+		return 0, errors.New(q.tooLarge)
 	}
 	if v.Sign() == 0 {
-		return 0, errors.New("must be positive (leave rate out for an unlimited link)")
+		return 0, errors.New(q.zero)
 	}
 	return v.Uint64(), nil
 }
+
+var rateQuantity = quantity{
+	kind:     "rate",
+	notA:     "is not a rate (want e.g. 10mbit, 1.5gbit, 500kbit)",
+	units:    rateUnits,
+	want:     "want bit, kbit, mbit, gbit, tbit, their kibit.. forms, or bps, kbps, mbps, gbps for BYTES per second",
+	max:      maxRate,
+	tooLarge: "is too large (at most 10tbit)",
+	zero:     "must be positive (leave rate out for an unlimited link)",
+}
+
+// parseRate parses a tc rate into bits per second, rounding to the nearest
+// bit/s. A bare number is bits per second, as in tc.
+func parseRate(tok string) (uint64, error) { return parseQuantity(tok, &rateQuantity) }
 
 // formatRate prints bits per second exactly with the largest decimal unit
 // not above it: 1500000 is "1.5mbit".
@@ -243,28 +268,18 @@ var sizeUnits = map[string]int64{
 // maxQueueBytes bounds a queue's byte limit (1 GiB).
 const maxQueueBytes = 1 << 30
 
-// parseSize parses a tc size into bytes (k = 1024 as in tc).
-func parseSize(tok string) (uint64, error) {
-	n, err := lexNumber(tok)
-	if err != nil {
-		return 0, errors.New("is not a size (want bytes, e.g. 150000, 64kb, 1mb)")
-	}
-	mul, ok := sizeUnits[strings.ToLower(n.unit)]
-	if !ok {
-		return 0, errors.New("has an unknown size unit " + strconv.Quote(n.unit) + " (want b, kb, mb, gb; k = 1024)")
-	}
-	if n.neg && !n.isZero() {
-		return 0, errors.New("must not be negative")
-	}
-	v := n.scaled(big.NewInt(mul), big.NewInt(1))
-	if !v.IsUint64() || v.Uint64() > maxQueueBytes {
-		return 0, errors.New("is too large (at most 1gb)")
-	}
-	if v.Sign() == 0 {
-		return 0, errors.New("must be positive")
-	}
-	return v.Uint64(), nil
+var sizeQuantity = quantity{
+	kind:     "size",
+	notA:     "is not a size (want bytes, e.g. 150000, 64kb, 1mb)",
+	units:    sizeUnits,
+	want:     "want b, kb, mb, gb; k = 1024",
+	max:      maxQueueBytes,
+	tooLarge: "is too large (at most 1gb)",
+	zero:     "must be positive",
 }
+
+// parseSize parses a tc size into bytes (k = 1024 as in tc).
+func parseSize(tok string) (uint64, error) { return parseQuantity(tok, &sizeQuantity) }
 
 // parsePercent parses a percentage: a decimal number with an optional '%'
 // (tc reads "1.5" and "1.5%" alike), between 0 and 100.

@@ -8,11 +8,12 @@
 package content
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
+	"unicode"
+
+	"github.com/quicbench/quicbench/model"
 )
 
 // blockSize is the period of the pattern. A power of two so the offset
@@ -123,52 +124,30 @@ func (v *Verifier) Offset() int64 { return v.off }
 // MaxSize is the largest size ParseSize accepts (1 TiB).
 const MaxSize = int64(1) << 40
 
-var sizeUnits = []struct {
-	suffix string
-	mult   int64
-}{ // longest suffixes first
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-	{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12},
-	{"b", 1},
-}
-
-// ParseSize parses a byte count: a non-negative decimal integer or decimal
-// fraction with an optional unit, case-insensitive: B, k/KB (1000),
-// M/MB (10^6), G/GB (10^9), T/TB, KiB (1024), MiB, GiB, TiB. Examples: "512",
-// "8KB", "1.5MiB", "10m". The result must not exceed MaxSize.
+// ParseSize parses a byte count as URLs and flags write it: model.ParseSize
+// (a non-negative decimal number with an optional unit, case-insensitive:
+// B, KB, MB, GB, TB in powers of 1000, KiB, MiB, GiB, TiB in powers of
+// 1024) plus the one-letter units k, M, G, T (powers of 1000), without a
+// sign. Examples: "512", "8KB", "1.5MiB", "10m". The result must not exceed
+// MaxSize.
 func ParseSize(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "" {
-		return 0, errors.New("empty size")
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "+") {
+		return 0, fmt.Errorf("size %q: want a number without a sign", s)
 	}
-	mult := int64(1)
-	for _, u := range sizeUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t = strings.TrimSpace(strings.TrimSuffix(t, u.suffix))
-			mult = u.mult
-			break
-		}
+	i := len(t)
+	for i > 0 && unicode.IsLetter(rune(t[i-1])) {
+		i--
 	}
-	if t == "" || strings.ContainsAny(t, "+-eExX_") {
-		return 0, fmt.Errorf("size %q: want a non-negative number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB)", s)
+	if len(t)-i == 1 && strings.ContainsAny(t[i:], "kKmMgGtT") {
+		t += "B" // "8k" is "8kB"
 	}
-	if n, err := strconv.ParseInt(t, 10, 64); err == nil {
-		if n > MaxSize/mult {
-			return 0, fmt.Errorf("size %q exceeds the maximum of 1 TiB", s)
-		}
-		return n * mult, nil
-	}
-	f, err := strconv.ParseFloat(t, 64)
+	n, err := model.ParseSize(t)
 	if err != nil {
-		return 0, fmt.Errorf("size %q: want a non-negative number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB)", s)
+		return 0, err
 	}
-	v := f * float64(mult)
-	if v > float64(MaxSize) {
+	if n > MaxSize {
 		return 0, fmt.Errorf("size %q exceeds the maximum of 1 TiB", s)
 	}
-	if v != float64(int64(v)) {
-		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
-	}
-	return int64(v), nil
+	return n, nil
 }

@@ -75,6 +75,22 @@ func (e *HeaderError) Error() string { return "raw: " + e.Msg }
 
 func headerErr(format string, a ...any) error { return &HeaderError{Msg: fmt.Sprintf(format, a...)} }
 
+// checkStart checks what both headers start with: b holds at least size
+// bytes, begins with magic and has this Version; what ("request" or
+// "response") names the header in errors.
+func checkStart(b []byte, size int, magic, what string) error {
+	if len(b) < size {
+		return ErrShort
+	}
+	if string(b[:2]) != magic {
+		return headerErr("bad %s magic %q (not a quicbench raw protocol %s)", what, b[:2], what)
+	}
+	if b[2] != Version {
+		return headerErr("unsupported %s version %d (want %d)", what, b[2], Version)
+	}
+	return nil
+}
+
 // AppendRequest appends the encoded header of r to b.
 func AppendRequest(b []byte, r Request) []byte {
 	b = append(b, 'Q', 'B', Version, 0)
@@ -85,14 +101,8 @@ func AppendRequest(b []byte, r Request) []byte {
 // ParseRequest decodes a request header from the first RequestHeaderSize
 // bytes of b and validates it.
 func ParseRequest(b []byte) (Request, error) {
-	if len(b) < RequestHeaderSize {
-		return Request{}, ErrShort
-	}
-	if b[0] != 'Q' || b[1] != 'B' {
-		return Request{}, headerErr("bad request magic %q (not a quicbench raw protocol request)", b[:2])
-	}
-	if b[2] != Version {
-		return Request{}, headerErr("unsupported request version %d (want %d)", b[2], Version)
+	if err := checkStart(b, RequestHeaderSize, "QB", "request"); err != nil {
+		return Request{}, err
 	}
 	if b[3] != 0 {
 		return Request{}, headerErr("request flags %#02x, want 0", b[3])
@@ -134,14 +144,8 @@ func AppendResponse(b []byte, r Response) []byte {
 // ParseResponse decodes a response header from the first ResponseHeaderSize
 // bytes of b.
 func ParseResponse(b []byte) (Response, error) {
-	if len(b) < ResponseHeaderSize {
-		return Response{}, ErrShort
-	}
-	if b[0] != 'q' || b[1] != 'b' {
-		return Response{}, headerErr("bad response magic %q (not a quicbench raw protocol response)", b[:2])
-	}
-	if b[2] != Version {
-		return Response{}, headerErr("unsupported response version %d (want %d)", b[2], Version)
+	if err := checkStart(b, ResponseHeaderSize, "qb", "response"); err != nil {
+		return Response{}, err
 	}
 	r := Response{
 		Status:      b[3],

@@ -16,21 +16,12 @@ import (
 func sum(b []byte, acc uint64) uint64 {
 	var c uint64
 	for len(b) >= 64 {
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[8:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[16:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[24:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[32:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[40:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[48:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[56:]), c)
+		acc, c = sum32(b, acc, c)
+		acc, c = sum32(b[32:], acc, c)
 		b = b[64:]
 	}
 	if len(b) >= 32 {
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[8:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[16:]), c)
-		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[24:]), c)
+		acc, c = sum32(b, acc, c)
 		b = b[32:]
 	}
 	for len(b) >= 8 {
@@ -50,6 +41,17 @@ func sum(b []byte, acc uint64) uint64 {
 	}
 	acc, c = bits.Add64(acc, 0, c)
 	return acc + c // cannot carry again: acc is 0 whenever c was 1
+}
+
+// sum32 adds the first 32 bytes of b to acc with carry c (four 64-bit
+// loads; small enough to be inlined in sum's unrolled loop).
+func sum32(b []byte, acc, c uint64) (uint64, uint64) {
+	_ = b[31]
+	acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b), c)
+	acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[8:]), c)
+	acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[16:]), c)
+	acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[24:]), c)
+	return acc, c
 }
 
 // addBE16 adds a 16-bit value given in network order semantics (e.g. a length

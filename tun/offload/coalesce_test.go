@@ -13,6 +13,18 @@ type outPkt struct {
 	pkt []byte
 }
 
+// coalesceN coalesces pkts with a new Coalescer and fails unless that
+// gives want results.
+func coalesceN(t *testing.T, pkts [][]byte, want int) []outPkt {
+	t.Helper()
+	var c Coalescer
+	res := coalesce(t, &c, pkts)
+	if len(res) != want {
+		t.Fatalf("%d results, want %d", len(res), want)
+	}
+	return res
+}
+
 func coalesce(t *testing.T, c *Coalescer, pkts [][]byte) []outPkt {
 	t.Helper()
 	arena, out := make([]byte, arenaSize(pkts)), make([][]byte, len(pkts))
@@ -97,11 +109,7 @@ func TestCoalesceTCPStream(t *testing.T) {
 	}{{"v4", flowA4, GSOTCPv4}, {"v6", flowA6, GSOTCPv6}} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := tcpStream(tc.f, 1000, 7, 1448, 10, 500, tcpPSH)
-			var c Coalescer
-			res := coalesce(t, &c, in)
-			if len(res) != 1 {
-				t.Fatalf("%d results, want 1", len(res))
-			}
+			res := coalesceN(t, in, 1)
 			checkSuper(t, res[0], tc.gso, 1448, 10)
 			// Byte-exact against the super-packet the kernel would hand us.
 			all := append([]byte(nil), payloadOf(in[0])...)
@@ -133,11 +141,7 @@ func TestCoalesceUDP(t *testing.T) {
 				}
 				in = append(in, buildUDP(udpSpec{f: tc.f, id: uint16(100 + i), payload: pattern(i*1200, n)}))
 			}
-			var c Coalescer
-			res := coalesce(t, &c, in)
-			if len(res) != 1 {
-				t.Fatalf("%d results, want 1", len(res))
-			}
+			res := coalesceN(t, in, 1)
 			checkSuper(t, res[0], GSOUDPL4, 1200, 6)
 			if got := resegment(t, res); !equalPackets(got, in) {
 				t.Fatal("Segment(Coalesce(x)) != x")
@@ -237,11 +241,7 @@ func checkSameMultiset(t *testing.T, got, want [][]byte) {
 func TestCoalesceLimits(t *testing.T) {
 	t.Run("MaxCoalesce", func(t *testing.T) {
 		in := tcpStream(flowA6, 1, 0, 600, 100, 0, 0)
-		var c Coalescer
-		res := coalesce(t, &c, in)
-		if len(res) != 2 {
-			t.Fatalf("%d results, want 2", len(res))
-		}
+		res := coalesceN(t, in, 2)
 		checkSuper(t, res[0], GSOTCPv6, 600, MaxCoalesce)
 		checkSuper(t, res[1], GSOTCPv6, 600, 100-MaxCoalesce)
 		if !equalPackets(resegment(t, res), in) {
@@ -251,11 +251,7 @@ func TestCoalesceLimits(t *testing.T) {
 	t.Run("64KB IPv4", func(t *testing.T) {
 		// 20 + 32 + 45*1448 = 65212 fits; a 46th segment would not.
 		in := tcpStream(flowA4, 1, 0, 1448, 50, 0, 0)
-		var c Coalescer
-		res := coalesce(t, &c, in)
-		if len(res) != 2 {
-			t.Fatalf("%d results, want 2", len(res))
-		}
+		res := coalesceN(t, in, 2)
 		checkSuper(t, res[0], GSOTCPv4, 1448, 45)
 		checkSuper(t, res[1], GSOTCPv4, 1448, 5)
 	})
@@ -309,11 +305,7 @@ func TestCoalesceUDPRules(t *testing.T) {
 		{"v6 flows", [][]byte{u(flowA6, 0, 1200), u(flowB6, 0, 1200), u(flowA6, 0, 1200), u(flowB6, 0, 1200)}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var c Coalescer
-			res := coalesce(t, &c, tc.in)
-			if len(res) != tc.counts {
-				t.Fatalf("%d results, want %d", len(res), tc.counts)
-			}
+			res := coalesceN(t, tc.in, tc.counts)
 			checkSameMultiset(t, resegment(t, res), tc.in)
 		})
 	}
@@ -339,12 +331,7 @@ func TestCoalesceReuse(t *testing.T) {
 }
 
 func TestRoundTripSegmentCoalesce(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		pkt  []byte
-		gso  uint8
-		mss  int
-	}{
+	for _, tc := range []superCase{
 		{"tcp4", buildTCP(tcpSpec{f: flowA4, id: 40, seq: 123, ack: 9, flags: tcpACK | tcpPSH, opts: tcpOpts, payload: pattern(0, 60000)}), GSOTCPv4, 1448},
 		{"tcp6", buildTCP(tcpSpec{f: flowA6, seq: 0xffffff00, ack: 9, flags: tcpACK, payload: pattern(0, 30000)}), GSOTCPv6, 1440},
 		{"udp4", buildUDP(udpSpec{f: flowA4, id: 65530, payload: pattern(0, 40*1200+5)}), GSOUDPL4, 1200},
@@ -361,11 +348,7 @@ func TestRoundTripSegmentCoalesce(t *testing.T) {
 			for i := range n {
 				wire[i] = segs[i][:sizes[i]]
 			}
-			var c Coalescer
-			res := coalesce(t, &c, wire)
-			if len(res) != 1 {
-				t.Fatalf("%d results, want 1", len(res))
-			}
+			res := coalesceN(t, wire, 1)
 			if res[0].hdr != hdr {
 				t.Fatalf("header %+v, want %+v", res[0].hdr, hdr)
 			}

@@ -150,6 +150,15 @@ func buildUDP(s udpSpec) []byte {
 	return p
 }
 
+// superCase is a test packet to be handled as a super-packet of GSO type
+// gso and segment size mss.
+type superCase struct {
+	name string
+	pkt  []byte
+	gso  uint8
+	mss  int
+}
+
 // toSuper turns a packet built with correct checksums into what the kernel
 // hands a TUN reader for a GSO packet: the transport checksum field holds the
 // folded pseudo-header sum over the full transport length.

@@ -226,13 +226,19 @@ func forward(src, dst *os.File, mode fwdMode, imp impair, st *fwdStats) {
 		}()
 	}
 	buf := make([]byte, VirtioNetHdrLen+65535)
+	// read reads the next packet into buf; false ends the loop (the error,
+	// unless the device was closed, is kept in st.readErr).
+	read := func() (int, bool) {
+		n, err := src.Read(buf)
+		if err != nil && !isClosed(err) {
+			st.readErr = err
+		}
+		return n, err == nil
+	}
 	if mode == modePlain {
 		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				if !isClosed(err) {
-					st.readErr = err
-				}
+			n, ok := read()
+			if !ok {
 				return
 			}
 			st.reads++
@@ -253,11 +259,8 @@ func forward(src, dst *os.File, mode fwdMode, imp impair, st *fwdStats) {
 	single := make([]byte, VirtioNetHdrLen+2048)
 	var c Coalescer
 	for {
-		n, err := src.Read(buf)
-		if err != nil {
-			if !isClosed(err) {
-				st.readErr = err
-			}
+		n, ok := read()
+		if !ok {
 			return
 		}
 		var h VirtioNetHdr
@@ -520,41 +523,46 @@ func transfer(tb testing.TB, client, server net.Conn, size int) (sent, got [32]b
 // the kernel really handed over and accepted super-packets, and that every
 // corrupted wire packet was caught by the receiving kernel's TCP checksum.
 func TestKernelTCPThroughOffload(t *testing.T) {
+	forEachIPVersion(t, func(t *testing.T, v6 bool) {
+		tb := newTestbed(t, modeCoalesce, v6, impair{dropEvery: 211, corruptEvery: 97})
+		client, server := tb.dialTCP(t)
+		csum0 := tb.server.snmp(t, "Tcp", "InCsumErrors")
+		const size = 24 << 20
+		sent, got, n := transfer(t, client, server, size)
+		tb.stop()
+		t.Logf("up: %v", &tb.up)
+		t.Logf("down: %v", &tb.down)
+		if n != size || sent != got {
+			t.Fatalf("received %d bytes (want %d), digest match %v", n, size, sent == got)
+		}
+		for _, s := range []*fwdStats{&tb.up, &tb.down} {
+			if s.segErrs != 0 || s.writeErrs != 0 || s.readErr != nil {
+				t.Fatalf("forwarder errors: %v (read error %v)", s, s.readErr)
+			}
+		}
+		if tb.up.gsoReads == 0 {
+			t.Fatal("the kernel handed over no TSO super-packet: offloads not in effect")
+		}
+		if tb.up.superWrites == 0 {
+			t.Fatal("no coalesced super-packet was written")
+		}
+		if tb.up.corrupted == 0 || tb.up.dropped == 0 {
+			t.Fatalf("impairments not exercised: %v", &tb.up)
+		}
+		if csum := tb.server.snmp(t, "Tcp", "InCsumErrors") - csum0; csum != tb.up.corrupted {
+			t.Fatalf("receiver counted %d TCP checksum errors, %d packets were corrupted", csum, tb.up.corrupted)
+		}
+	})
+}
+
+// forEachIPVersion runs f as a subtest over IPv4 and over IPv6.
+func forEachIPVersion(t *testing.T, f func(t *testing.T, v6 bool)) {
 	for _, v6 := range []bool{false, true} {
 		name := "IPv4"
 		if v6 {
 			name = "IPv6"
 		}
-		t.Run(name, func(t *testing.T) {
-			tb := newTestbed(t, modeCoalesce, v6, impair{dropEvery: 211, corruptEvery: 97})
-			client, server := tb.dialTCP(t)
-			csum0 := tb.server.snmp(t, "Tcp", "InCsumErrors")
-			const size = 24 << 20
-			sent, got, n := transfer(t, client, server, size)
-			tb.stop()
-			t.Logf("up: %v", &tb.up)
-			t.Logf("down: %v", &tb.down)
-			if n != size || sent != got {
-				t.Fatalf("received %d bytes (want %d), digest match %v", n, size, sent == got)
-			}
-			for _, s := range []*fwdStats{&tb.up, &tb.down} {
-				if s.segErrs != 0 || s.writeErrs != 0 || s.readErr != nil {
-					t.Fatalf("forwarder errors: %v (read error %v)", s, s.readErr)
-				}
-			}
-			if tb.up.gsoReads == 0 {
-				t.Fatal("the kernel handed over no TSO super-packet: offloads not in effect")
-			}
-			if tb.up.superWrites == 0 {
-				t.Fatal("no coalesced super-packet was written")
-			}
-			if tb.up.corrupted == 0 || tb.up.dropped == 0 {
-				t.Fatalf("impairments not exercised: %v", &tb.up)
-			}
-			if csum := tb.server.snmp(t, "Tcp", "InCsumErrors") - csum0; csum != tb.up.corrupted {
-				t.Fatalf("receiver counted %d TCP checksum errors, %d packets were corrupted", csum, tb.up.corrupted)
-			}
-		})
+		t.Run(name, func(t *testing.T) { f(t, v6) })
 	}
 }
 
@@ -563,77 +571,71 @@ func TestKernelTCPThroughOffload(t *testing.T) {
 // UDP_GRO, so the kernel must segment the coalesced super-packets itself,
 // using the pseudo-header checksum Coalesce wrote.
 func TestKernelUDPGSOThroughOffload(t *testing.T) {
-	for _, v6 := range []bool{false, true} {
-		name := "IPv4"
-		if v6 {
-			name = "IPv6"
+	forEachIPVersion(t, func(t *testing.T, v6 bool) {
+		tb := newTestbed(t, modeCoalesce, v6, impair{})
+		var srv, cli *net.UDPConn
+		if err := tb.server.do(func() (err error) {
+			srv, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(tb.srvIP)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			tb := newTestbed(t, modeCoalesce, v6, impair{})
-			var srv, cli *net.UDPConn
-			if err := tb.server.do(func() (err error) {
-				srv, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(tb.srvIP)})
-				return err
-			}); err != nil {
-				t.Fatal(err)
+		defer srv.Close()
+		if err := tb.client.do(func() (err error) {
+			cli, err = net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer cli.Close()
+		const seg, perSend, rounds = 1200, 10, 30
+		raw, err := cli.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var serr error
+		if err := raw.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, seg)
+		}); err != nil || serr != nil {
+			t.Fatalf("UDP_SEGMENT: %v %v", err, serr)
+		}
+		srv.SetDeadline(time.Now().Add(30 * time.Second))
+		msg := make([]byte, seg*perSend-500) // last datagram shorter
+		rbuf := make([]byte, 65535)
+		for r := range rounds {
+			for i := range msg {
+				msg[i] = byte(r*131 + i*7 + i>>8)
 			}
-			defer srv.Close()
-			if err := tb.client.do(func() (err error) {
-				cli, err = net.DialUDP("udp", nil, srv.LocalAddr().(*net.UDPAddr))
-				return err
-			}); err != nil {
-				t.Fatal(err)
+			if _, err := cli.Write(msg); err != nil {
+				t.Fatalf("round %d: send: %v", r, err)
 			}
-			defer cli.Close()
-			const seg, perSend, rounds = 1200, 10, 30
-			raw, err := cli.SyscallConn()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var serr error
-			if err := raw.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, seg)
-			}); err != nil || serr != nil {
-				t.Fatalf("UDP_SEGMENT: %v %v", err, serr)
-			}
-			srv.SetDeadline(time.Now().Add(30 * time.Second))
-			msg := make([]byte, seg*perSend-500) // last datagram shorter
-			rbuf := make([]byte, 65535)
-			for r := range rounds {
-				for i := range msg {
-					msg[i] = byte(r*131 + i*7 + i>>8)
+			for d := range perSend {
+				n, err := srv.Read(rbuf)
+				if err != nil {
+					t.Fatalf("round %d datagram %d: %v", r, d, err)
 				}
-				if _, err := cli.Write(msg); err != nil {
-					t.Fatalf("round %d: send: %v", r, err)
-				}
-				for d := range perSend {
-					n, err := srv.Read(rbuf)
-					if err != nil {
-						t.Fatalf("round %d datagram %d: %v", r, d, err)
-					}
-					want := msg[d*seg : min((d+1)*seg, len(msg))]
-					if !bytes.Equal(rbuf[:n], want) {
-						t.Fatalf("round %d datagram %d: %d bytes, not the %d sent", r, d, n, len(want))
-					}
+				want := msg[d*seg : min((d+1)*seg, len(msg))]
+				if !bytes.Equal(rbuf[:n], want) {
+					t.Fatalf("round %d datagram %d: %d bytes, not the %d sent", r, d, n, len(want))
 				}
 			}
-			tb.stop()
-			t.Logf("up: %v (offloads %#x)", &tb.up, tb.offloads)
-			if tb.up.segErrs != 0 || tb.up.writeErrs != 0 {
-				t.Fatalf("forwarder errors: %v", &tb.up)
-			}
-			if tb.offloads&tunOffloadUSO == 0 {
-				t.Logf("kernel refused USO; UDP GSO was segmented before the TUN")
-				return
-			}
-			if tb.up.usoReads == 0 {
-				t.Fatal("USO enabled but no UDP_L4 super-packet was read")
-			}
-			if tb.up.superWrites == 0 {
-				t.Fatal("no coalesced UDP super-packet was written")
-			}
-		})
-	}
+		}
+		tb.stop()
+		t.Logf("up: %v (offloads %#x)", &tb.up, tb.offloads)
+		if tb.up.segErrs != 0 || tb.up.writeErrs != 0 {
+			t.Fatalf("forwarder errors: %v", &tb.up)
+		}
+		if tb.offloads&tunOffloadUSO == 0 {
+			t.Logf("kernel refused USO; UDP GSO was segmented before the TUN")
+			return
+		}
+		if tb.up.usoReads == 0 {
+			t.Fatal("USO enabled but no UDP_L4 super-packet was read")
+		}
+		if tb.up.superWrites == 0 {
+			t.Fatal("no coalesced UDP super-packet was written")
+		}
+	})
 }
 
 // BenchmarkKernelTCPThroughOffload measures bulk TCP goodput through the

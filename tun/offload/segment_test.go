@@ -8,6 +8,23 @@ import (
 	"testing"
 )
 
+// segmentN segments a copy of orig, sent as a super-packet of GSO type gso
+// and size mss, into 64 buffers of 1600 bytes, and fails unless that gives
+// want segments.
+func segmentN(t *testing.T, orig []byte, gso uint8, mss, want int) (out [][]byte, sizes []int, n int) {
+	t.Helper()
+	hdr, super := toSuper(append([]byte(nil), orig...), gso, mss)
+	out, sizes = bufs(64, 1600), make([]int, 64)
+	n, err := Segment(hdr, super, out, sizes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != want {
+		t.Fatalf("%d segments, want %d", n, want)
+	}
+	return out, sizes, n
+}
+
 func TestSegmentTCP(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -32,15 +49,7 @@ func TestSegmentTCP(t *testing.T) {
 			const seq0, id0 = 0xfffff000, 0xfffe // both wrap
 			data := pattern(0, tc.payload)
 			orig := buildTCP(tcpSpec{f: tc.f, id: id0, tos: 0x02, seq: seq0, ack: 99, flags: tc.flags, opts: tcpOpts, payload: data})
-			hdr, super := toSuper(append([]byte(nil), orig...), tc.gso, tc.mss)
-			out, sizes := bufs(64, 1600), make([]int, 64)
-			n, err := Segment(hdr, super, out, sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != tc.wantSegs {
-				t.Fatalf("%d segments, want %d", n, tc.wantSegs)
-			}
+			out, sizes, n := segmentN(t, orig, tc.gso, tc.mss, tc.wantSegs)
 			ipl := 20
 			if tc.f.src.Is6() {
 				ipl = 40
@@ -109,15 +118,7 @@ func TestSegmentUDP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			data := pattern(7, tc.payload)
 			orig := buildUDP(udpSpec{f: tc.f, id: 500, payload: data})
-			hdr, super := toSuper(append([]byte(nil), orig...), GSOUDPL4, tc.mss)
-			out, sizes := bufs(64, 1600), make([]int, 64)
-			n, err := Segment(hdr, super, out, sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != tc.wantSegs {
-				t.Fatalf("%d segments, want %d", n, tc.wantSegs)
-			}
+			out, sizes, n := segmentN(t, orig, GSOUDPL4, tc.mss, tc.wantSegs)
 			for i := range n {
 				s := out[i][:sizes[i]]
 				if err := verifyWire(s); err != nil {
@@ -253,12 +254,7 @@ func TestSegmentErrors(t *testing.T) {
 // 217 segments, more than a forwarder's batch of buffers. Segmenting it with
 // SegmentFrom in batches of any size yields exactly Segment's packets.
 func TestSegmentFromBatches(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		pkt  []byte
-		gso  uint8
-		mss  int
-	}{
+	for _, tc := range []superCase{
 		{"tcp4 mss 300", buildTCP(tcpSpec{f: flowA4, id: 65500, seq: 0xfffff000, ack: 9, flags: tcpACK | tcpPSH | tcpFIN | tcpCWR, opts: tcpOpts, payload: pattern(0, 65000)}), GSOTCPv4, 300},
 		{"tcp6 mss 200", buildTCP(tcpSpec{f: flowA6, seq: 7, ack: 9, flags: tcpACK | tcpPSH, payload: pattern(0, 60000)}), GSOTCPv6, 200},
 		{"udp4 mss 256", buildUDP(udpSpec{f: flowA4, id: 3, payload: pattern(0, 64000)}), GSOUDPL4, 256},
