@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/quicbench/quicbench/lighthouse"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -120,7 +121,7 @@ func runDoctor(ctx context.Context) doctorReport {
 
 	avail := readProc("/proc/sys/net/ipv4/tcp_available_congestion_control")
 	allowed := readProc("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-	for _, cc := range netns.CongestionControls {
+	for _, cc := range model.CongestionControls {
 		switch {
 		case !hasWord(avail, cc):
 			add("congestion control "+cc, checkFail, "not available (available: %s): modprobe tcp_%s", avail, cc)

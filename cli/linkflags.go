@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 )
 
@@ -32,7 +34,7 @@ func AddLinkFlags(cmd *cobra.Command) *LinkFlags {
 	fs.StringVar(&f.up, "up", "", "link spec client->server (default: a perfect link)")
 	fs.StringVar(&f.down, "down", "", "link spec server->client (default: a perfect link)")
 	fs.Uint64Var(&f.Seed, "seed", 1, "seed of the link's random decisions (same seed, same per-packet decisions)")
-	fs.StringVar(&f.CC, "cc", "cubic", "TCP congestion control in both namespaces: "+strings.Join(netns.CongestionControls, ", "))
+	fs.StringVar(&f.CC, "cc", model.DefaultCC, "TCP congestion control in both namespaces: "+strings.Join(model.CongestionControls, ", "))
 	return f
 }
 
@@ -47,8 +49,8 @@ func (f *LinkFlags) Links() (up, down spec.Link, err error) {
 		}
 		return spec.Link{}, spec.Link{}, Usage(err, "use --link alone, or --up and/or --down")
 	}
-	if !validCC(f.CC) {
-		return spec.Link{}, spec.Link{}, Usage(fmt.Errorf("--cc %q: want one of %s", f.CC, strings.Join(netns.CongestionControls, ", ")), "")
+	if !slices.Contains(model.CongestionControls, f.CC) {
+		return spec.Link{}, spec.Link{}, Usage(fmt.Errorf("--cc %q: want one of %s", f.CC, strings.Join(model.CongestionControls, ", ")), "")
 	}
 	return up, down, nil
 }
@@ -64,13 +66,4 @@ func testbedError(err error) error {
 		return &ExitError{Code: ExitEnv, Err: err, Hint: "network namespaces and TUN devices need root; run quicbench doctor to see what this machine allows"}
 	}
 	return err
-}
-
-func validCC(cc string) bool {
-	for _, c := range netns.CongestionControls {
-		if c == cc {
-			return true
-		}
-	}
-	return false
 }

@@ -81,10 +81,6 @@ var recordedSysctls = []string{
 	"net.ipv4.tcp_slow_start_after_idle",
 }
 
-// CongestionControls are the values Config.CC accepts: the one list,
-// model.CongestionControls.
-var CongestionControls = model.CongestionControls
-
 func sysctlPath(key string) string { return "/proc/sys/" + strings.ReplaceAll(key, ".", "/") }
 
 // readSysctl reads key in the calling thread's network namespace,
@@ -120,8 +116,8 @@ func bufferTriple(min, def, max int) string {
 
 // checkCC reports whether cc is a known and available congestion control.
 func checkCC(cc string) error {
-	if !slices.Contains(CongestionControls, cc) {
-		return fmt.Errorf("unknown congestion control %q (want one of %s)", cc, strings.Join(CongestionControls, ", "))
+	if !slices.Contains(model.CongestionControls, cc) {
+		return fmt.Errorf("unknown congestion control %q (want one of %s)", cc, strings.Join(model.CongestionControls, ", "))
 	}
 	avail, err := os.ReadFile(ccAvailablePath)
 	if err != nil {
