@@ -469,3 +469,79 @@ func TestResumeRefusesOtherSoftware(t *testing.T) {
 		t.Fatalf("resume with another plan: got %v, want a refusal naming the plan change", err)
 	}
 }
+
+// killServerAfter is a progress writer that kills the run's server
+// process (a `serve` child of this test process) when the n-th progress
+// line is written.
+type killServerAfter struct {
+	t      *testing.T
+	n      int
+	lines  int
+	killed int
+}
+
+func (k *killServerAfter) Write(b []byte) (int, error) {
+	k.lines += strings.Count(string(b), "\n")
+	if k.killed == 0 && k.lines >= k.n {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err != nil || !strings.Contains(string(cmd), "\x00serve\x00") {
+				continue
+			}
+			stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if err != nil {
+				continue
+			}
+			// the parent pid is the 4th field after the command in parentheses
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			if len(f) > 1 && f[1] == strconv.Itoa(os.Getpid()) {
+				if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+					k.killed++
+				}
+			}
+		}
+	}
+	return len(b), nil
+}
+
+// A server process killed mid-run is restarted, as the agent is: the run
+// completes with at most the sample in flight failed, and says so.
+func TestKilledServerIsRestarted(t *testing.T) {
+	needRoot(t)
+	p, db := smallPlanAndDB(t, "k.db")
+	exe, _ := os.Executable()
+	k := &killServerAfter{t: t, n: 4}
+	sum, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Progress: k, Mode: runner.ProgressLines})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if k.killed != 1 {
+		t.Fatalf("killed %d server processes, want 1", k.killed)
+	}
+	if !sum.Complete || sum.Failed > 1 {
+		t.Fatalf("run with a killed server: %+v (want complete, at most the sample in flight failed)", sum)
+	}
+	ds := load(t, db)
+	checkComplete(t, ds)
+	s, err := store.OpenReadOnly(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	warns, err := s.RunWarnings(context.Background(), ds.Run.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range warns {
+		found = found || strings.Contains(w, "server process exited") && strings.Contains(w, "restarted")
+	}
+	if !found {
+		t.Errorf("no run warning says the server was restarted: %q", warns)
+	}
+}

@@ -151,6 +151,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 
 	first := time.Now() // the ETA compares the samples' time with their estimate, setup excluded
 	var overheads []stats.OverheadSample
+	var streak failStreak
 	for i, step := range todo {
 		if ctx.Err() != nil || (r.opts.MaxSamples > 0 && sum.Taken >= r.opts.MaxSamples) {
 			break
@@ -171,6 +172,10 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 			sum.Invalid++
 		}
 		sum.Warnings += len(s.Warnings)
+		if err := streak.observe(s); err != nil {
+			r.markInterrupted(ctx)
+			return sum, fmt.Errorf("%w; the run is kept: fix the cause, then quicbench run --resume %s", err, r.opts.DB)
+		}
 		overheads = append(overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
 		el := time.Since(start)
 		var left time.Duration

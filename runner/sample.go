@@ -28,23 +28,11 @@ const (
 )
 
 // startEndpoints starts the server (with congestion control cc on its
-// sockets) and the client agent.
+// sockets) and, when none runs, the client agent.
 func (r *run) startEndpoints(ctx context.Context, cc string) error {
-	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
-	if !r.opts.QUICEvents {
-		args = append(args, "--no-quic-events")
-	}
-	for _, s := range sortedValues(r.sites) {
-		args = append(args, "--site", s)
-	}
-	if r.opts.KeyLogDir != "" {
-		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
-			return err
-		}
-		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, fmt.Sprintf("run%d.keys", r.runRec.ID)))
-	}
-	if r.opts.QlogDir != "" {
-		args = append(args, "--qlog", r.opts.QlogDir)
+	args, err := r.serverArgs(cc)
+	if err != nil {
+		return err
 	}
 	srv, err := startServer(ctx, r.tb, r.opts.Exe, args)
 	if err != nil {
@@ -57,6 +45,58 @@ func (r *run) startEndpoints(ctx context.Context, cc string) error {
 			return err
 		}
 		r.agent = a
+	}
+	return nil
+}
+
+// serverArgs are the arguments of `quicbench serve --control` for a server
+// whose sockets use congestion control cc.
+func (r *run) serverArgs(cc string) ([]string, error) {
+	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
+	if !r.opts.QUICEvents {
+		args = append(args, "--no-quic-events")
+	}
+	for _, s := range sortedValues(r.sites) {
+		args = append(args, "--site", s)
+	}
+	if r.opts.KeyLogDir != "" {
+		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
+			return nil, err
+		}
+		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, fmt.Sprintf("run%d.keys", r.runRec.ID)))
+	}
+	if r.opts.QlogDir != "" {
+		args = append(args, "--qlog", r.opts.QlogDir)
+	}
+	return args, nil
+}
+
+// serverDied reports how the server process ended, or "" while it runs.
+func (r *run) serverDied() string {
+	select {
+	case <-r.srv.Exited():
+		return r.srv.Describe()
+	default:
+		return ""
+	}
+}
+
+// reviveServer restarts a server process that has exited (killed, crashed)
+// as the agent is restarted, and records that as a run warning; a failed
+// restart ends the run.
+func (r *run) reviveServer(ctx context.Context, c *model.Cell, it int) error {
+	how := r.serverDied()
+	if how == "" {
+		return nil
+	}
+	r.srv.Stop(time.Second)
+	r.srv = nil
+	if err := r.startEndpoints(ctx, r.cc); err != nil {
+		return fmt.Errorf("the server process had exited (%s) and restarting it failed: %w", how, err)
+	}
+	msg := fmt.Sprintf("server process exited (%s) before %s iteration %d; restarted", how, c.Key, it)
+	if err := r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, msg); err != nil {
+		return fmt.Errorf("store a run warning: %w", err)
 	}
 	return nil
 }
@@ -84,6 +124,9 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		if err := r.startEndpoints(ctx, c.CC); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.reviveServer(ctx, c, step.Iteration); err != nil {
+		return nil, err
 	}
 	up, down, err := r.linksOf(c)
 	if err != nil {
@@ -139,6 +182,9 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	w.after = r.snapshot(true)
 
 	s.Status, s.Error = res.Status, res.Error
+	if how := r.serverDied(); how != "" && s.Status == model.StatusFailed {
+		s.Error += fmt.Sprintf(" (the server process had exited: %s)", how)
+	}
 	s.Metrics = res.Metrics
 	s.Negotiated = res.Negotiated
 	s.Transport = res.Transport
