@@ -86,12 +86,27 @@ func register(t *testDef) {
 		panic("plan: test " + t.name + " registered twice or without an estimate")
 	}
 	for _, p := range t.params {
-		if p.field == nil {
-			panic("plan: parameter " + p.name + " of test " + t.name + " has no field")
+		if p.field == nil || !p.fits() {
+			panic("plan: parameter " + p.name + " of test " + t.name + " has no field of its kind's type")
 		}
 	}
 	i := sort.Search(len(testDefs), func(i int) bool { return testDefs[i].seq > t.seq })
 	testDefs = slices.Insert(testDefs, i, t)
+}
+
+// fits says whether the parameter's field has the type of its kind.
+func (d *paramDef) fits() bool {
+	switch d.field(&Params{}).(type) {
+	case *int:
+		return d.kind == kindInt
+	case *int64:
+		return d.kind == kindSize
+	case *time.Duration:
+		return d.kind == kindDuration
+	case *string:
+		return d.kind == kindEnum || d.kind == kindSite
+	}
+	return false
 }
 
 // Tests returns the names of the registered tests in documentation order.
