@@ -43,7 +43,7 @@ type Request struct {
 	Test     string      `json:"test"`
 	Protocol string      `json:"protocol"`
 	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium or model.ClientLighthouse
-	Params   plan.Params `json:"params"` // the cell's test parameters, decoded and checked by the runner (plan.CellParams)
+	Params   plan.Params `json:"params"` // the cell's test parameters, decoded by the runner (plan.StoredCellParams) and checked by Execute
 	CC       string      `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
 	// the PTO count, congestion events and retransmissions of QUIC
