@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/plan"
@@ -25,13 +24,9 @@ func upload(ctx context.Context, _ *Executor, spec endpoint.FetchSpec, p plan.Pa
 	if r.UploadBytes != size {
 		return res, fmt.Errorf("sent %d bytes, want %d", r.UploadBytes, size)
 	}
-	c, _ := connOf(fr, r)
-	res.Metrics["completion_ms"] = Ms(r.End - c.Start)
-	res.Metrics["transfer_ms"] = Ms(r.End - r.Start)
-	res.Metrics["goodput_mbps"] = GoodputMbps(size, time.Duration(r.End-r.Start))
+	transferMetrics(res, fr, r, r.Start, size)
 	if r.ServerUploadNanos > 0 {
 		res.Metrics["server_receive_ms"] = Ms(r.ServerUploadNanos)
 	}
-	res.Metrics["bytes"] = float64(size)
 	return res, nil
 }
