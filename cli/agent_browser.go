@@ -9,6 +9,7 @@ import (
 
 	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -22,10 +23,6 @@ import (
 // and the priming load when warm).
 func browserLoader() workload.BrowserLoader {
 	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
-		conn, err := req.Connection()
-		if err != nil {
-			return nil, err
-		}
 		opts := browser.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
@@ -33,10 +30,11 @@ func browserLoader() workload.BrowserLoader {
 			Timeout:      req.Timeout,
 			DisableCache: true,
 		}
-		warm := conn == workload.ConnWarm
+		warm := req.Params.Connection == plan.ConnWarm
 		before := childrenCPU()
 		var br, primer *browser.Result
 		var prep time.Duration
+		var err error
 		if warm {
 			primer, br, prep, err = warmLoad(ctx, opts)
 		} else {

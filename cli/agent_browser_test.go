@@ -9,6 +9,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -57,17 +58,17 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	const objects = 4
 	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}
 	for _, c := range []struct{ proto, conn string }{
-		{model.ProtoH2, workload.ConnCold},
-		{model.ProtoH2, workload.ConnWarm},
-		{model.ProtoH3, workload.ConnCold},
-		{model.ProtoH3, workload.ConnWarm},
-		{model.ProtoH1, workload.ConnWarm},
+		{model.ProtoH2, plan.ConnCold},
+		{model.ProtoH2, plan.ConnWarm},
+		{model.ProtoH3, plan.ConnCold},
+		{model.ProtoH3, plan.ConnWarm},
+		{model.ProtoH1, plan.ConnWarm},
 	} {
 		t.Run(c.proto+"/"+c.conn, func(t *testing.T) {
 			start := time.Now()
 			res := ex.Execute(context.Background(), workload.Request{
-				Test: workload.TestPage, Protocol: c.proto, Client: model.ClientChromium, Target: target,
-				Params:  map[string]string{"objects": "4", "size": "2KB", "connection": c.conn},
+				Test: plan.TestPage, Protocol: c.proto, Client: model.ClientChromium, Target: target,
+				Params:  testParams(plan.TestPage, map[string]string{"objects": "4", "size": "2KB", "connection": c.conn}),
 				Timeout: 20 * time.Second,
 			})
 			took := time.Since(start)
@@ -80,7 +81,7 @@ func TestBrowserLoaderConnection(t *testing.T) {
 				t.Errorf("prep %v, wall %v, sample %v", res.Prep, res.Wall, took)
 			}
 			wantReused := 0.0
-			if c.conn == workload.ConnWarm {
+			if c.conn == plan.ConnWarm {
 				wantReused = 1
 			}
 			if got, ok := res.Metrics["connection_reused"]; !ok || got != wantReused {
@@ -102,18 +103,26 @@ func TestBrowserLoaderConnection(t *testing.T) {
 			if tb := res.Metrics["transfer_bytes"]; tb < objects*2000 || res.Metrics["cached_resources"] != 0 {
 				t.Errorf("transfer_bytes %v, cached_resources %v", tb, res.Metrics["cached_resources"])
 			}
-			if c.conn == workload.ConnWarm && float64(res.Bytes) < 2*res.Metrics["transfer_bytes"]*0.9 {
+			if c.conn == plan.ConnWarm && float64(res.Bytes) < 2*res.Metrics["transfer_bytes"]*0.9 {
 				t.Errorf("bytes %d for a warm sample whose measured load moved %v", res.Bytes, res.Metrics["transfer_bytes"])
 			}
 		})
 	}
 	// An unknown connection fails the sample without starting a browser.
 	res := ex.Execute(context.Background(), workload.Request{
-		Test: workload.TestPage, Protocol: model.ProtoH2, Client: model.ClientChromium, Target: target,
-		Params: map[string]string{"connection": "hot"},
+		Test: plan.TestPage, Protocol: model.ProtoH2, Client: model.ClientChromium, Target: target,
+		Params: testParams(plan.TestPage, map[string]string{"connection": "hot"}),
 	})
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {
 		t.Errorf("connection hot: status %s, error %q", res.Status, res.Error)
 	}
 	assertNoProfiles(t, profiles)
+}
+
+// testParams decodes page parameters as a plan writes them, the defaults
+// for those not given; a value the page test does not accept is left for
+// the agent to refuse.
+func testParams(test string, values map[string]string) plan.Params {
+	p, _ := plan.DecodeParams(test, values)
+	return p
 }

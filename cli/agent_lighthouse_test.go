@@ -30,8 +30,8 @@ func TestLighthouseLoader(t *testing.T) {
 		t.Run(proto, func(t *testing.T) {
 			start := time.Now()
 			res := ex.Execute(context.Background(), workload.Request{
-				Test: workload.TestPage, Protocol: proto, Client: model.ClientLighthouse, Target: target,
-				Params:  map[string]string{"objects": "4", "size": "20KB"},
+				Test: plan.TestPage, Protocol: proto, Client: model.ClientLighthouse, Target: target,
+				Params:  testParams(plan.TestPage, map[string]string{"objects": "4", "size": "20KB"}),
 				Timeout: 2 * time.Minute,
 			})
 			took := time.Since(start)

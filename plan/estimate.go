@@ -220,6 +220,16 @@ func (p *Plan) EstimateCell(c *model.Cell) (time.Duration, error) {
 // overhead and, for the built-in client, the drain of one one-way delay.
 // See docs/plan-format.md, "Estimated duration", for the model.
 func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error) {
+	prm, err := StoredCellParams(c)
+	if err != nil {
+		return 0, err
+	}
+	return EstimateParams(c, prm, timeout)
+}
+
+// EstimateParams is EstimateSample of cell c with its test parameters
+// already decoded (CellParams): what the runner hands the client agent.
+func EstimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Duration, error) {
 	up, err := spec.Parse(c.LinkUp)
 	if err != nil {
 		return 0, fmt.Errorf("cell %s: link up %q: %w", c.Key, c.LinkUp, err)
@@ -228,9 +238,9 @@ func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error)
 	if err != nil {
 		return 0, fmt.Errorf("cell %s: link down %q: %w", c.Key, c.LinkDown, err)
 	}
-	prm, err := cellParams(c, true)
-	if err != nil {
-		return 0, err
+	t := lookupTest(c.Test)
+	if t == nil {
+		return 0, fmt.Errorf("cell %s: unknown test %q", c.Key, c.Test)
 	}
 	st, err := stackOf(c.Protocol)
 	if err != nil {
@@ -240,10 +250,7 @@ func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error)
 	m.rtt = up.Delay + down.Delay + estBaseRTT
 	inBrowser := model.IsBrowser(c.Client)
 
-	client, err := m.client(c.Test, prm, inBrowser)
-	if err != nil {
-		return 0, fmt.Errorf("cell %s: %w", c.Key, err)
-	}
+	client := t.estimate(&m, p, inBrowser)
 	if c.Client == model.ClientLighthouse {
 		client = addSat(client, estLighthouseWork)
 	}
@@ -496,61 +503,30 @@ func (m *estModel) page(n int, bytes int64, warm bool) time.Duration {
 	return sum(d, mulSat(m.exchange(), rounds), m.transfer(bytes, m.down, conns))
 }
 
-// client is the client's part of one sample: the test's preparation and its
-// measured part.
-func (m *estModel) client(test string, p Params, inBrowser bool) (time.Duration, error) {
-	switch test {
-	case TestLatency:
-		per := m.exchange()
-		if p.Size > 0 {
-			per = addSat(per, m.transfer(p.Size, m.down, 1))
-		}
-		return sum(m.handshake(), m.exchange(), mulSat(per, p.Requests)), nil
-	case TestTTFB, TestDownload, TestCPU:
-		return sum(m.handshake(), m.exchange(), m.transfer(p.Size, m.down, 1)), nil
-	case TestUpload:
-		return sum(m.handshake(), m.exchange(), m.transfer(p.Size, m.up, 1)), nil
-	case TestHandshake:
-		full := m.handshake() + m.exchange()
-		switch p.Mode {
-		case ModeResumed:
-			return full + full, nil // the priming connection, then the resumed one
-		case ModeZeroRTT:
-			// The request rides in the first flight: one round trip.
-			return full + m.rtt + m.lossCost(estQUICInitialPTO), nil
-		}
-		return full, nil
-	case TestMultiplex:
-		conns, rounds := m.parallel(p.Objects)
-		return sum(m.handshake(), mulSat(m.exchange(), rounds),
-			m.transfer(int64(p.Objects)*p.Size, m.down, conns)), nil
-	case TestStream:
-		paced := mulSat(p.Interval, p.Segments-1)
-		bulk := m.transfer(int64(p.Segments)*p.Size, m.down, 1)
-		return sum(m.handshake(), m.exchange(), max(paced, bulk)), nil
-	case TestPage, TestSite:
-		n, bytes := p.Objects, int64(p.Objects)*p.Size
-		if test == TestSite {
-			reqs, total := siteShape(p.Site)
-			n, bytes = reqs-1, total
-		}
-		warm := p.Connection == ConnWarm
-		if inBrowser {
-			load := addSat(m.page(n, bytes, false), estChromiumPageWork)
-			if warm {
-				// A priming load of the same page, then the measured one
-				// over the connections it left open.
-				return sum(load, m.page(n, bytes, true), estChromiumPageWork), nil
-			}
-			return load, nil
-		}
+// fetchDown is a fresh connection's request of a response of p.Size bytes
+// (the ttfb, download and cpu tests).
+func (m *estModel) fetchDown(p Params, _ bool) time.Duration {
+	return sum(m.handshake(), m.exchange(), m.transfer(p.Size, m.down, 1))
+}
+
+// pageLoad is the client's part of a page or site sample: the load of a
+// document and n objects of total bytes, cold or warm, by a browser or by
+// the built-in client.
+func (m *estModel) pageLoad(n int, bytes int64, warm, inBrowser bool) time.Duration {
+	if inBrowser {
+		load := addSat(m.page(n, bytes, false), estChromiumPageWork)
 		if warm {
-			// One connection and an unmeasured /echo, then the load on it.
-			return sum(m.handshake(), m.exchange(), m.page(n, bytes, true)), nil
+			// A priming load of the same page, then the measured one
+			// over the connections it left open.
+			return sum(load, m.page(n, bytes, true), estChromiumPageWork)
 		}
-		return m.page(n, bytes, false), nil
+		return load
 	}
-	return 0, fmt.Errorf("unknown test %q", test)
+	if warm {
+		// One connection and an unmeasured /echo, then the load on it.
+		return sum(m.handshake(), m.exchange(), m.page(n, bytes, true))
+	}
+	return m.page(n, bytes, false)
 }
 
 // siteShape returns the requests (document included) and total bytes of a

@@ -1043,3 +1043,37 @@ tests:
 		_ = p.Hash()
 	}
 }
+
+// DecodeParams decodes with the tests' own defaults (the page's size is
+// 10KB) and never falls back: a value that does not parse, or is out of
+// the test's limits, is an error.
+func TestDecodeParams(t *testing.T) {
+	got, err := DecodeParams(TestPage, nil)
+	if want := (Params{Objects: 10, Size: 10 * kb, Connection: ConnCold}); err != nil || got != want {
+		t.Errorf("page defaults %+v, %v; want %+v", got, err, want)
+	}
+	got, err = DecodeParams(TestStream, map[string]string{"interval": "2ms", "size": "1MiB"})
+	if want := (Params{Segments: 20, Interval: 2 * time.Millisecond, Size: 1 << 20}); err != nil || got != want {
+		t.Errorf("stream %+v, %v; want %+v", got, err, want)
+	}
+	for _, c := range []struct {
+		test   string
+		values map[string]string
+		want   string
+	}{
+		{TestPage, map[string]string{"objects": "x"}, `parameter objects: strconv.Atoi: parsing "x": invalid syntax`},
+		{TestPage, map[string]string{"size": ""}, "parameter size: empty size"},
+		{TestPage, map[string]string{"connection": "hot"}, `parameter connection "hot": unknown connection (allowed: cold, warm)`},
+		{TestLatency, map[string]string{"requests": "0"}, `parameter requests "0": requests out of range (allowed: an integer, 1..100000)`},
+		{TestStream, map[string]string{"interval": "50"}, `parameter interval: duration "50" has no unit (write e.g. 50ms or 50s)`},
+		{TestSite, nil, "missing parameter site"},
+		{"nope", nil, `unknown test "nope"`},
+	} {
+		if _, err := DecodeParams(c.test, c.values); err == nil || err.Error() != c.want {
+			t.Errorf("%s %v: %v, want %s", c.test, c.values, err, c.want)
+		}
+	}
+	if err := CheckParams(TestDownload, Params{Size: -5}); err == nil {
+		t.Error("CheckParams accepted a negative download size")
+	}
+}

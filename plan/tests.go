@@ -2,6 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -9,26 +11,12 @@ import (
 	"github.com/quicbench/quicbench/model"
 )
 
-// Test names, as written in plans and stored in model.Cell.Test.
-const (
-	TestLatency   = "latency"
-	TestTTFB      = "ttfb"
-	TestHandshake = "handshake"
-	TestDownload  = "download"
-	TestUpload    = "upload"
-	TestMultiplex = "multiplex"
-	TestStream    = "stream"
-	TestPage      = "page"
-	TestSite      = "site"
-	TestCPU       = "cpu"
-)
-
-// Handshake modes (the mode parameter of the handshake test).
-const (
-	ModeFull    = "full"    // a fresh connection, full TLS handshake
-	ModeResumed = "resumed" // TLS session resumption from a ticket of a previous connection
-	ModeZeroRTT = "0rtt"    // resumption with the request sent as 0-RTT early data
-)
+// A test is defined once, in a file of its own (test_NAME.go), by a
+// testDef that it registers: its name, primary metric, the protocols and
+// clients that can run it, its typed parameters (paramDef: kind, default,
+// limits) and its estimate. Plan validation, expansion, the estimate and
+// CellParams, which decodes the parameters the runner hands the client
+// agent, all read that one definition; package workload runs the tests.
 
 // Connection kinds (the connection parameter of the page and site tests).
 const (
@@ -57,7 +45,8 @@ const (
 	kindSite
 )
 
-// paramDef describes one parameter of a test: its type, default and range.
+// paramDef describes one parameter of a test: its type, default and range,
+// and the field of Params that holds its decoded value.
 type paramDef struct {
 	name     string
 	kind     paramKind
@@ -65,19 +54,63 @@ type paramDef struct {
 	min, max int64  // inclusive range (bytes, count or nanoseconds)
 	enum     []string
 	quickMax int64 // Quick() caps values at this (0 = no cap)
+	// field returns a pointer to the parameter's field of p: *int for
+	// kindInt, *int64 for kindSize, *time.Duration for kindDuration,
+	// *string for kindEnum and kindSite.
+	field func(p *Params) any
 }
 
 // testDef describes one test: its parameters in canonical order, primary
-// metric, and which protocols and clients can run it.
+// metric, which protocols and clients can run it, and its estimate.
 type testDef struct {
+	seq     int // position in documentation order (the order of Tests)
 	name    string
 	metric  string
 	unit    string
 	higher  bool
 	raw     bool // raw tcp and quic transports take part
-	browser bool // the chromium client can run it
+	browser bool // the chromium and lighthouse clients can run it
 	params  []paramDef
+	// estimate is the client's part of one sample over the path m (the
+	// test's preparation and its measured part); inBrowser for the
+	// chromium and lighthouse clients.
+	estimate func(m *estModel, p Params, inBrowser bool) time.Duration
 }
+
+// testDefs are the registered tests, in documentation order.
+var testDefs []*testDef
+
+// register adds a test's definition (from the init function of its file).
+func register(t *testDef) {
+	if lookupTest(t.name) != nil || t.estimate == nil {
+		panic("plan: test " + t.name + " registered twice or without an estimate")
+	}
+	for _, p := range t.params {
+		if p.field == nil || !p.fits() {
+			panic("plan: parameter " + p.name + " of test " + t.name + " has no field of its kind's type")
+		}
+	}
+	i := sort.Search(len(testDefs), func(i int) bool { return testDefs[i].seq > t.seq })
+	testDefs = slices.Insert(testDefs, i, t)
+}
+
+// fits says whether the parameter's field has the type of its kind.
+func (d *paramDef) fits() bool {
+	switch d.field(&Params{}).(type) {
+	case *int:
+		return d.kind == kindInt
+	case *int64:
+		return d.kind == kindSize
+	case *time.Duration:
+		return d.kind == kindDuration
+	case *string:
+		return d.kind == kindEnum || d.kind == kindSite
+	}
+	return false
+}
+
+// Tests returns the names of the registered tests in documentation order.
+func Tests() []string { return testNames() }
 
 const (
 	kb  = 1000
@@ -86,55 +119,20 @@ const (
 	sec = int64(time.Second)
 )
 
+// Parameters that several tests share, and the fields that hold them.
+func fieldSize(p *Params) any       { return &p.Size }
+func fieldObjects(p *Params) any    { return &p.Objects }
+func fieldConnection(p *Params) any { return &p.Connection }
+
 var (
-	pSize100GB = paramDef{name: "size", kind: kindSize, min: 1, max: 100 * gb, quickMax: mb}
-	pObjects   = paramDef{name: "objects", kind: kindInt, def: "10", min: 1, max: 1000, quickMax: 10}
+	pSize100GB = paramDef{name: "size", kind: kindSize, min: 1, max: 100 * gb, quickMax: mb, field: fieldSize}
+	pObjects   = paramDef{name: "objects", kind: kindInt, def: "10", min: 1, max: 1000, quickMax: 10, field: fieldObjects}
 	// pConnection comes last among the page and site parameters, so that
 	// it is the last part of their cell keys' parameter list.
-	pConnection = paramDef{name: "connection", kind: kindEnum, def: ConnCold, enum: []string{ConnCold, ConnWarm}}
+	pConnection = paramDef{name: "connection", kind: kindEnum, def: ConnCold, enum: []string{ConnCold, ConnWarm}, field: fieldConnection}
 )
 
 func withDefault(p paramDef, def string) paramDef { p.def = def; return p }
-
-var testDefs = []testDef{
-	{name: TestLatency, metric: "latency_ms", unit: "ms", raw: true, params: []paramDef{
-		{name: "requests", kind: kindInt, def: "20", min: 1, max: 100000, quickMax: 10},
-		{name: "size", kind: kindSize, def: "0B", min: 0, max: 100 * mb, quickMax: mb},
-	}},
-	{name: TestTTFB, metric: "ttfb_ms", unit: "ms", raw: true, params: []paramDef{
-		{name: "size", kind: kindSize, def: "1KB", min: 1, max: 100 * gb, quickMax: mb},
-	}},
-	{name: TestHandshake, metric: "handshake_ms", unit: "ms", params: []paramDef{
-		{name: "mode", kind: kindEnum, def: ModeFull, enum: []string{ModeFull, ModeResumed, ModeZeroRTT}},
-	}},
-	{name: TestDownload, metric: "goodput_mbps", unit: "Mbit/s", higher: true, raw: true, params: []paramDef{
-		withDefault(pSize100GB, "1MB"),
-	}},
-	{name: TestUpload, metric: "goodput_mbps", unit: "Mbit/s", higher: true, raw: true, params: []paramDef{
-		withDefault(pSize100GB, "1MB"),
-	}},
-	{name: TestMultiplex, metric: "span_ms", unit: "ms", params: []paramDef{
-		pObjects,
-		{name: "size", kind: kindSize, def: "100KB", min: 1, max: 10 * gb, quickMax: mb},
-	}},
-	{name: TestStream, metric: "interval_p95_ms", unit: "ms", params: []paramDef{
-		{name: "segments", kind: kindInt, def: "20", min: 2, max: 100000, quickMax: 10},
-		{name: "interval", kind: kindDuration, def: "50ms", min: 0, max: 60 * sec, quickMax: int64(20 * time.Millisecond)},
-		{name: "size", kind: kindSize, def: "16KB", min: 1, max: 1 * gb, quickMax: mb},
-	}},
-	{name: TestPage, metric: "plt_ms", unit: "ms", browser: true, params: []paramDef{
-		pObjects,
-		{name: "size", kind: kindSize, def: "10KB", min: 1, max: 1 * gb, quickMax: mb},
-		pConnection,
-	}},
-	{name: TestSite, metric: "plt_ms", unit: "ms", browser: true, params: []paramDef{
-		{name: "site", kind: kindSite},
-		pConnection,
-	}},
-	{name: TestCPU, metric: "cpu_s_per_mb", unit: "s/MB", params: []paramDef{
-		{name: "size", kind: kindSize, def: "100MB", min: 1, max: 100 * gb, quickMax: 10 * mb},
-	}},
-}
 
 // Primary metric of the lighthouse client's cells: Lighthouse's own
 // performance score, 0 to 100 (docs/metrics.md).
@@ -161,9 +159,9 @@ func (t *testDef) primary(client string) (metric, unit string, higher bool) {
 }
 
 func lookupTest(name string) *testDef {
-	for i := range testDefs {
-		if testDefs[i].name == name {
-			return &testDefs[i]
+	for _, t := range testDefs {
+		if t.name == name {
+			return t
 		}
 	}
 	return nil
@@ -279,61 +277,180 @@ func (p *paramDef) parseValue(v string, isInt bool) (string, string) {
 }
 
 // Params are the typed parameters of a cell's test, decoded from the cell's
-// factors. Fields that the test does not take are zero.
+// factors (CellParams) and handed to the client agent as they are. Fields
+// that the test does not take are zero.
 type Params struct {
-	Requests int           // latency: requests over one established connection
-	Size     int64         // bytes: response (latency, ttfb), transfer (download, upload, cpu), per object (multiplex, page), per segment (stream)
-	Mode     string        // handshake: full, resumed or 0rtt
-	Objects  int           // multiplex, page: number of objects
-	Segments int           // stream: number of segments
-	Interval time.Duration // stream: time between segments
-	Site     string        // site: a generated site name or a directory path
+	Requests int           `json:"requests,omitempty"` // latency: requests over one established connection
+	Size     int64         `json:"size,omitempty"`     // bytes: response (latency, ttfb), transfer (download, upload, cpu), per object (multiplex, page), per segment (stream)
+	Mode     string        `json:"mode,omitempty"`     // handshake: full, resumed or 0rtt
+	Objects  int           `json:"objects,omitempty"`  // multiplex, page: number of objects
+	Segments int           `json:"segments,omitempty"` // stream: number of segments
+	Interval time.Duration `json:"interval,omitempty"` // stream: time between segments
+	Site     string        `json:"site,omitempty"`     // site: a generated site name or a directory path
 	// Connection is page, site: ConnCold or ConnWarm.
-	Connection string
+	Connection string `json:"connection,omitempty"`
 }
 
-// CellParams decodes the test parameters of a cell produced by Expand.
+// CellParams decodes the test parameters of a cell produced by Expand. A
+// parameter the cell lacks, or one that does not parse or is out of the
+// test's limits, is an error.
 func CellParams(c *model.Cell) (Params, error) { return cellParams(c, false) }
 
+// StoredCellParams is CellParams for a cell stored by a run: a parameter
+// the cell lacks (a cell stored by an older quicbench, before the test had
+// it) takes its default rather than failing. A value that is there must
+// parse.
+func StoredCellParams(c *model.Cell) (Params, error) { return cellParams(c, true) }
+
 // cellParams decodes the test parameters of a cell; with defaults, a
-// parameter the cell lacks (a cell stored by an older quicbench, before
-// the test had it) takes its default rather than failing.
+// parameter the cell lacks takes its default.
 func cellParams(c *model.Cell, defaults bool) (Params, error) {
-	var p Params
 	t := lookupTest(c.Test)
 	if t == nil {
-		return p, fmt.Errorf("cell %s: unknown test %q", c.Key, c.Test)
+		return Params{}, fmt.Errorf("cell %s: unknown test %q", c.Key, c.Test)
 	}
-	for _, d := range t.params {
-		v, ok := c.Factor(d.name)
+	p, err := t.decode(c.Factor, defaults)
+	if err != nil {
+		return p, fmt.Errorf("cell %s: %w", c.Key, err)
+	}
+	return p, nil
+}
+
+// DecodeParams decodes the parameters of a test from their text as a plan
+// writes them ("size": "10KB"); a parameter missing from values takes its
+// default. A value that does not parse, or is out of the test's limits, is
+// an error; the Params returned then hold what was decoded until it.
+func DecodeParams(test string, values map[string]string) (Params, error) {
+	t := lookupTest(test)
+	if t == nil {
+		return Params{}, fmt.Errorf("unknown test %q", test)
+	}
+	return t.decode(func(name string) (string, bool) {
+		v, ok := values[name]
+		return v, ok
+	}, true)
+}
+
+// decode decodes the test's parameters, looking each up by name; with
+// defaults, one that is not found takes its default. It then checks them.
+func (t *testDef) decode(lookup func(name string) (string, bool), defaults bool) (Params, error) {
+	var p Params
+	for i := range t.params {
+		d := &t.params[i]
+		v, ok := lookup(d.name)
 		if !ok && defaults && d.def != "" {
 			v, ok = d.def, true
 		}
 		if !ok {
-			return p, fmt.Errorf("cell %s: missing parameter %s", c.Key, d.name)
+			return p, fmt.Errorf("missing parameter %s", d.name)
 		}
-		var err error
-		switch d.name {
-		case "requests":
-			p.Requests, err = strconv.Atoi(v)
-		case "objects":
-			p.Objects, err = strconv.Atoi(v)
-		case "segments":
-			p.Segments, err = strconv.Atoi(v)
-		case "size":
-			p.Size, err = ParseSize(v)
-		case "interval":
-			p.Interval, err = parseDuration(v)
-		case "mode":
-			p.Mode = v
-		case "site":
-			p.Site = v
-		case "connection":
-			p.Connection = v
-		}
-		if err != nil {
-			return p, fmt.Errorf("cell %s: parameter %s: %v", c.Key, d.name, err)
+		if err := d.decode(&p, v); err != nil {
+			return p, fmt.Errorf("parameter %s: %v", d.name, err)
 		}
 	}
-	return p, nil
+	return p, t.check(p)
+}
+
+// decode sets the parameter's field of p from its text in a cell.
+func (d *paramDef) decode(p *Params, v string) error {
+	var err error
+	switch f := d.field(p).(type) {
+	case *int:
+		*f, err = strconv.Atoi(v)
+	case *int64:
+		*f, err = ParseSize(v)
+	case *time.Duration:
+		*f, err = parseDuration(v)
+	case *string:
+		*f = v
+	}
+	return err
+}
+
+// text returns the parameter's value in p as the plan writes it.
+func (d *paramDef) text(p *Params) string {
+	switch f := d.field(p).(type) {
+	case *int:
+		return strconv.Itoa(*f)
+	case *int64:
+		return FormatSize(*f)
+	case *time.Duration:
+		return formatDuration(*f)
+	case *string:
+		return *f
+	}
+	return ""
+}
+
+// check says which parameter of p is out of the test's limits, if any. A
+// site may also be the name under which the runner serves a directory.
+func (t *testDef) check(p Params) error {
+	for i := range t.params {
+		d := &t.params[i]
+		v := d.text(&p)
+		msg := ""
+		if d.kind == kindSite {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, "\n\r\t") {
+				msg = "not a site"
+			}
+		} else {
+			_, msg = d.parseValue(v, true)
+		}
+		if msg != "" {
+			return fmt.Errorf("parameter %s %q: %s (allowed: %s)", d.name, v, msg, d.allowed())
+		}
+	}
+	return nil
+}
+
+// CheckParams checks typed parameters of a test against its definition:
+// every parameter the test takes within its limits (the client agent's
+// check of what the runner hands it).
+func CheckParams(test string, p Params) error {
+	t := lookupTest(test)
+	if t == nil {
+		return fmt.Errorf("unknown test %q", test)
+	}
+	return t.check(p)
+}
+
+// ParamInfo describes one parameter of a test as its definition gives it.
+type ParamInfo struct {
+	Name    string
+	Default string // the canonical default; "" when a plan must give it
+	Allowed string // the values it accepts, as plan validation words them
+	// Examples are valid values: the default and the limits (every value
+	// of a choice; the generated sites of a site).
+	Examples []string
+}
+
+// TestParams describes the parameters of a test in their canonical order
+// (the order of a cell key's parameter list); nil for an unknown test.
+func TestParams(test string) []ParamInfo {
+	t := lookupTest(test)
+	if t == nil {
+		return nil
+	}
+	out := make([]ParamInfo, 0, len(t.params))
+	for i := range t.params {
+		d := &t.params[i]
+		pi := ParamInfo{Name: d.name, Default: d.def, Allowed: d.allowed()}
+		switch d.kind {
+		case kindInt:
+			pi.Examples = []string{strconv.FormatInt(d.min, 10), strconv.FormatInt(d.max, 10)}
+		case kindSize:
+			pi.Examples = []string{FormatSize(d.min), FormatSize(d.max)}
+		case kindDuration:
+			pi.Examples = []string{formatDuration(time.Duration(d.min)), formatDuration(time.Duration(d.max))}
+		case kindEnum:
+			pi.Examples = slices.Clone(d.enum)
+		case kindSite:
+			pi.Examples = slices.Clone(GeneratedSites)
+		}
+		if d.def != "" && !slices.Contains(pi.Examples, d.def) {
+			pi.Examples = append([]string{d.def}, pi.Examples...)
+		}
+		out = append(out, pi)
+	}
+	return out
 }

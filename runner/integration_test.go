@@ -23,7 +23,6 @@ import (
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
-	"github.com/quicbench/quicbench/workload"
 
 	_ "modernc.org/sqlite"
 )
@@ -395,9 +394,9 @@ func checkPrep(t *testing.T, ds *model.Dataset) {
 		for _, x := range c.Factors {
 			f[x.Name] = x.Value
 		}
-		prepares := model.IsBrowser(c.Client) || c.Test == workload.TestLatency ||
-			(c.Test == workload.TestHandshake && (f["mode"] == "resumed" || f["mode"] == "0rtt")) ||
-			f["connection"] == workload.ConnWarm
+		prepares := model.IsBrowser(c.Client) || c.Test == plan.TestLatency ||
+			(c.Test == plan.TestHandshake && (f["mode"] == "resumed" || f["mode"] == "0rtt")) ||
+			f["connection"] == plan.ConnWarm
 		ok := s.Prep >= 0 && s.Drain >= 0 && s.Drain+s.Prep <= s.Overhead
 		if s.Status == model.StatusOK {
 			ok = ok && (s.Prep > 0) == prepares

@@ -29,7 +29,6 @@ import (
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
-	"github.com/quicbench/quicbench/workload"
 )
 
 // Options configure a run.
@@ -519,7 +518,7 @@ func (r *run) prepareSites() error {
 	r.sites = map[string]string{}
 	for i := range r.cells {
 		v, ok := r.cells[i].Factor("site")
-		if !ok || r.cells[i].Test != workload.TestSite {
+		if !ok || r.cells[i].Test != plan.TestSite {
 			continue
 		}
 		if _, done := r.sites[v]; done {
@@ -546,6 +545,21 @@ func (r *run) prepareSites() error {
 		r.sites[v] = "user" + strconv.Itoa(len(r.sites)) + "=" + v
 	}
 	return nil
+}
+
+// requestParams decodes the test parameters of a cell for the client
+// agent (plan.StoredCellParams: a cell of a resumed run stored before its
+// test had a parameter takes the default), with a site named by what the
+// server serves it as.
+func (r *run) requestParams(c *model.Cell) (plan.Params, error) {
+	p, err := plan.StoredCellParams(c)
+	if err != nil {
+		return p, err
+	}
+	if served, ok := r.sites[p.Site]; ok && c.Test == plan.TestSite {
+		p.Site, _, _ = strings.Cut(served, "=")
+	}
+	return p, nil
 }
 
 func (r *run) teardown() {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
@@ -16,6 +15,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -142,14 +142,9 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		CellID: c.ID, Iteration: step.Iteration, Warmup: step.Warmup(), Order: step.Order,
 		Seed: step.Seed, Started: time.Now(),
 	}
-	params := map[string]string{}
-	for _, f := range c.Factors {
-		params[f.Name] = f.Value
-	}
-	if v, ok := params["site"]; ok {
-		if served, ok := r.sites[v]; ok {
-			params["site"], _, _ = strings.Cut(served, "=")
-		}
+	params, err := r.requestParams(c)
+	if err != nil {
+		return nil, err
 	}
 	info := r.srv.info
 	req := workload.Request{
@@ -355,7 +350,7 @@ func (r *run) callAgent(ctx context.Context, req workload.Request) (*workload.Re
 	}()
 	var series []model.Series
 	var o out
-	if req.Test == workload.TestCPU {
+	if req.Test == plan.TestCPU {
 		pts := []model.Point{}
 		t0 := time.Now()
 		prev, perr := r.srv.cpu()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/plan"
 )
 
 // TestBrowserClientsDispatch checks that chromium and lighthouse samples go
@@ -22,12 +23,12 @@ func TestBrowserClientsDispatch(t *testing.T) {
 	ex := &Executor{Browser: loader("chromium"), Lighthouse: loader("lighthouse")}
 	target := Target{Host: "10.9.2.2", Port: 4433}
 	run := func(client, test, proto string, prm map[string]string) *Result {
-		return ex.Execute(context.Background(), Request{Test: test, Protocol: proto, Client: client, Params: prm, Target: target})
+		return ex.Execute(context.Background(), Request{Test: test, Protocol: proto, Client: client, Params: testParams(test, prm), Target: target})
 	}
-	if r := run(model.ClientLighthouse, TestSite, model.ProtoH3, map[string]string{"site": "site-19x1mb"}); r.Status != model.StatusOK {
+	if r := run(model.ClientLighthouse, plan.TestSite, model.ProtoH3, map[string]string{"site": "site-19x1mb"}); r.Status != model.StatusOK {
 		t.Fatalf("lighthouse site: %s %s", r.Status, r.Error)
 	}
-	if r := run(model.ClientChromium, TestPage, model.ProtoH2, map[string]string{"objects": "4", "size": "2KB", "connection": ConnWarm}); r.Status != model.StatusOK {
+	if r := run(model.ClientChromium, plan.TestPage, model.ProtoH2, map[string]string{"objects": "4", "size": "2KB", "connection": plan.ConnWarm}); r.Status != model.StatusOK {
 		t.Fatalf("chromium page: %s %s", r.Status, r.Error)
 	}
 	want := []string{"lighthouse https://10.9.2.2:4433/site/site-19x1mb/", "chromium https://10.9.2.2:4433/page/4/2KB"}
@@ -40,10 +41,10 @@ func TestBrowserClientsDispatch(t *testing.T) {
 		prm                 map[string]string
 		want                string
 	}{
-		{model.ClientLighthouse, TestPage, model.ProtoH2, map[string]string{"connection": ConnWarm}, "client lighthouse measures cold loads only"},
-		{model.ClientLighthouse, TestDownload, model.ProtoH2, nil, "client lighthouse runs only page and site tests, not download"},
-		{model.ClientChromium, TestPage, model.ProtoH1C, nil, "client chromium speaks h1, h2 and h3, not h1c"},
-		{model.ClientChromium, TestPage, model.ProtoH2, map[string]string{"connection": "hot"}, `connection "hot"`},
+		{model.ClientLighthouse, plan.TestPage, model.ProtoH2, map[string]string{"connection": plan.ConnWarm}, "client lighthouse measures cold loads only"},
+		{model.ClientLighthouse, plan.TestDownload, model.ProtoH2, nil, "client lighthouse runs only page and site tests, not download"},
+		{model.ClientChromium, plan.TestPage, model.ProtoH1C, nil, "client chromium speaks h1, h2 and h3, not h1c"},
+		{model.ClientChromium, plan.TestPage, model.ProtoH2, map[string]string{"connection": "hot"}, `connection "hot"`},
 	}
 	for _, b := range bad {
 		r := run(b.client, b.test, b.proto, b.prm)
@@ -55,7 +56,7 @@ func TestBrowserClientsDispatch(t *testing.T) {
 		t.Errorf("loaders called for bad requests: %q", calls)
 	}
 	r := (&Executor{Browser: loader("chromium")}).Execute(context.Background(),
-		Request{Test: TestSite, Protocol: model.ProtoH2, Client: model.ClientLighthouse, Target: target})
+		Request{Test: plan.TestSite, Protocol: model.ProtoH2, Client: model.ClientLighthouse, Target: target})
 	if r.Status != model.StatusFailed || !strings.Contains(r.Error, "client lighthouse: not available in this agent") {
 		t.Errorf("no lighthouse loader: %s %q", r.Status, r.Error)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/plan"
 )
 
 // startServer runs the real endpoint server on loopback.
@@ -30,17 +31,17 @@ func TestEveryTestOverLoopback(t *testing.T) {
 		params map[string]string
 		want   []string // metrics that must be present and positive
 	}{
-		{TestLatency, model.Protocols, map[string]string{"requests": "5"}, []string{"latency_ms", "latency_p95_ms"}},
-		{TestTTFB, model.Protocols, nil, []string{"ttfb_ms", "handshake_ms"}},
-		{TestHandshake, []string{"h1", "h2", "h3", "tcp", "quic"}, map[string]string{"mode": "full"}, []string{"handshake_ms"}},
-		{TestHandshake, []string{"h2", "h3"}, map[string]string{"mode": "resumed"}, []string{"handshake_ms"}},
-		{TestHandshake, []string{"h3"}, map[string]string{"mode": "0rtt"}, []string{"ttfb_ms"}},
-		{TestDownload, model.Protocols, map[string]string{"size": "200KB"}, []string{"goodput_mbps", "completion_ms"}},
-		{TestUpload, model.Protocols, map[string]string{"size": "100KB"}, []string{"goodput_mbps"}},
-		{TestMultiplex, []string{"h1", "h2", "h3"}, map[string]string{"objects": "4", "size": "50KB"}, []string{"span_ms", "finish_last_ms"}},
-		{TestStream, []string{"h2", "h3"}, map[string]string{"segments": "4", "interval": "5ms", "size": "2KB"}, []string{"interval_p95_ms"}},
-		{TestPage, []string{"h1", "h2", "h3"}, map[string]string{"objects": "5", "size": "4KB"}, []string{"plt_ms", "resources"}},
-		{TestCPU, []string{"h2", "h3"}, map[string]string{"size": "1MB"}, []string{"goodput_mbps"}},
+		{plan.TestLatency, model.Protocols, map[string]string{"requests": "5"}, []string{"latency_ms", "latency_p95_ms"}},
+		{plan.TestTTFB, model.Protocols, nil, []string{"ttfb_ms", "handshake_ms"}},
+		{plan.TestHandshake, []string{"h1", "h2", "h3", "tcp", "quic"}, map[string]string{"mode": "full"}, []string{"handshake_ms"}},
+		{plan.TestHandshake, []string{"h2", "h3"}, map[string]string{"mode": "resumed"}, []string{"handshake_ms"}},
+		{plan.TestHandshake, []string{"h3"}, map[string]string{"mode": "0rtt"}, []string{"ttfb_ms"}},
+		{plan.TestDownload, model.Protocols, map[string]string{"size": "200KB"}, []string{"goodput_mbps", "completion_ms"}},
+		{plan.TestUpload, model.Protocols, map[string]string{"size": "100KB"}, []string{"goodput_mbps"}},
+		{plan.TestMultiplex, []string{"h1", "h2", "h3"}, map[string]string{"objects": "4", "size": "50KB"}, []string{"span_ms", "finish_last_ms"}},
+		{plan.TestStream, []string{"h2", "h3"}, map[string]string{"segments": "4", "interval": "5ms", "size": "2KB"}, []string{"interval_p95_ms"}},
+		{plan.TestPage, []string{"h1", "h2", "h3"}, map[string]string{"objects": "5", "size": "4KB"}, []string{"plt_ms", "resources"}},
+		{plan.TestCPU, []string{"h2", "h3"}, map[string]string{"size": "1MB"}, []string{"goodput_mbps"}},
 	}
 	var ex Executor
 	for _, c := range cases {
@@ -48,7 +49,7 @@ func TestEveryTestOverLoopback(t *testing.T) {
 			t.Run(c.test+"/"+proto+"/"+c.params["mode"], func(t *testing.T) {
 				start := time.Now()
 				res := ex.Execute(context.Background(), Request{
-					Test: c.test, Protocol: proto, Params: c.params, Target: target, Timeout: 20 * time.Second,
+					Test: c.test, Protocol: proto, Params: testParams(c.test, c.params), Target: target, Timeout: 20 * time.Second,
 				})
 				took := time.Since(start)
 				if res.Status != model.StatusOK {
@@ -75,8 +76,8 @@ func TestEveryTestOverLoopback(t *testing.T) {
 func checkPrep(t *testing.T, test string, params map[string]string, res *Result, took time.Duration) {
 	t.Helper()
 	mode := params["mode"]
-	prepares := test == TestLatency || (test == TestHandshake && (mode == "resumed" || mode == "0rtt")) ||
-		((test == TestPage || test == TestSite) && params["connection"] == ConnWarm)
+	prepares := test == plan.TestLatency || (test == plan.TestHandshake && (mode == "resumed" || mode == "0rtt")) ||
+		((test == plan.TestPage || test == plan.TestSite) && params["connection"] == plan.ConnWarm)
 	switch {
 	case prepares && res.Prep <= 0:
 		t.Errorf("Prep = %v, want > 0 (warm-up or priming before the measured part)", res.Prep)
@@ -99,20 +100,20 @@ func TestPrepBeforeMeasuredPart(t *testing.T) {
 		test, proto string
 		params      map[string]string
 	}{
-		{TestLatency, model.ProtoH2, map[string]string{"requests": "3"}},
-		{TestLatency, model.ProtoH3, map[string]string{"requests": "3"}},
-		{TestHandshake, model.ProtoH2, map[string]string{"mode": "resumed"}},
-		{TestHandshake, model.ProtoH3, map[string]string{"mode": "resumed"}},
-		{TestHandshake, model.ProtoH3, map[string]string{"mode": "0rtt"}},
-		{TestHandshake, model.ProtoH3, map[string]string{"mode": "full"}},
-		{TestPage, model.ProtoH2, map[string]string{"objects": "2", "size": "1KB", "connection": ConnWarm}},
-		{TestPage, model.ProtoH2, map[string]string{"objects": "2", "size": "1KB", "connection": ConnCold}},
-		{TestDownload, model.ProtoH2, map[string]string{"size": "100KB"}},
-		{TestDownload, model.ProtoH3, map[string]string{"size": "100KB"}},
+		{plan.TestLatency, model.ProtoH2, map[string]string{"requests": "3"}},
+		{plan.TestLatency, model.ProtoH3, map[string]string{"requests": "3"}},
+		{plan.TestHandshake, model.ProtoH2, map[string]string{"mode": "resumed"}},
+		{plan.TestHandshake, model.ProtoH3, map[string]string{"mode": "resumed"}},
+		{plan.TestHandshake, model.ProtoH3, map[string]string{"mode": "0rtt"}},
+		{plan.TestHandshake, model.ProtoH3, map[string]string{"mode": "full"}},
+		{plan.TestPage, model.ProtoH2, map[string]string{"objects": "2", "size": "1KB", "connection": plan.ConnWarm}},
+		{plan.TestPage, model.ProtoH2, map[string]string{"objects": "2", "size": "1KB", "connection": plan.ConnCold}},
+		{plan.TestDownload, model.ProtoH2, map[string]string{"size": "100KB"}},
+		{plan.TestDownload, model.ProtoH3, map[string]string{"size": "100KB"}},
 	} {
 		t.Run(c.test+"/"+c.proto+"/"+c.params["mode"]+c.params["connection"], func(t *testing.T) {
 			start := time.Now()
-			res := ex.Execute(context.Background(), Request{Test: c.test, Protocol: c.proto, Params: c.params, Target: target, Timeout: 20 * time.Second})
+			res := ex.Execute(context.Background(), Request{Test: c.test, Protocol: c.proto, Params: testParams(c.test, c.params), Target: target, Timeout: 20 * time.Second})
 			took := time.Since(start)
 			if res.Status != model.StatusOK {
 				t.Fatalf("status %s: %s", res.Status, res.Error)
@@ -123,8 +124,8 @@ func TestPrepBeforeMeasuredPart(t *testing.T) {
 	// The priming connection is refused: no measured part, and the time
 	// until the failure is preparation.
 	start := time.Now()
-	res := ex.Execute(context.Background(), Request{Test: TestHandshake, Protocol: model.ProtoH2,
-		Params: map[string]string{"mode": "resumed"}, Target: Target{Host: "127.0.0.1", Port: 1}, Timeout: 5 * time.Second})
+	res := ex.Execute(context.Background(), Request{Test: plan.TestHandshake, Protocol: model.ProtoH2,
+		Params: testParams(plan.TestHandshake, map[string]string{"mode": "resumed"}), Target: Target{Host: "127.0.0.1", Port: 1}, Timeout: 5 * time.Second})
 	took := time.Since(start)
 	if res.Status != model.StatusFailed || res.Wall != 0 || res.Prep <= 0 || res.Prep > took {
 		t.Errorf("failed priming: status %s (%s), wall %v, prep %v, took %v", res.Status, res.Error, res.Wall, res.Prep, took)
@@ -134,7 +135,7 @@ func TestPrepBeforeMeasuredPart(t *testing.T) {
 func TestPageResourcesAndStreamTimeline(t *testing.T) {
 	target := startServer(t)
 	var ex Executor
-	res := ex.Execute(context.Background(), Request{Test: TestPage, Protocol: "h2", Params: map[string]string{"objects": "7", "size": "1KB"}, Target: target})
+	res := ex.Execute(context.Background(), Request{Test: plan.TestPage, Protocol: "h2", Params: testParams(plan.TestPage, map[string]string{"objects": "7", "size": "1KB"}), Target: target})
 	if res.Status != model.StatusOK {
 		t.Fatal(res.Error)
 	}
@@ -146,7 +147,7 @@ func TestPageResourcesAndStreamTimeline(t *testing.T) {
 			t.Errorf("resource %+v: protocol or timings out of order", r)
 		}
 	}
-	res = ex.Execute(context.Background(), Request{Test: TestStream, Protocol: "h3", Params: map[string]string{"segments": "6", "interval": "2ms", "size": "1KB"}, Target: target})
+	res = ex.Execute(context.Background(), Request{Test: plan.TestStream, Protocol: "h3", Params: testParams(plan.TestStream, map[string]string{"segments": "6", "interval": "2ms", "size": "1KB"}), Target: target})
 	if res.Status != model.StatusOK {
 		t.Fatal(res.Error)
 	}
@@ -166,13 +167,13 @@ func TestBadRequests(t *testing.T) {
 	target := Target{Host: "127.0.0.1", Port: 1}
 	for _, req := range []Request{
 		{Test: "nope", Protocol: "h2", Target: target},
-		{Test: TestTTFB, Protocol: "h9", Target: target},
-		{Test: TestTTFB, Protocol: "h2", Target: Target{Host: "not-an-ip", Port: 1}},
-		{Test: TestDownload, Protocol: "h2", Target: target, Params: map[string]string{"size": "-5MB"}},
-		{Test: TestHandshake, Protocol: "h2", Target: target, Params: map[string]string{"mode": "fast"}},
-		{Test: TestPage, Protocol: "h2", Client: model.ClientChromium, Target: target},
-		{Test: TestPage, Protocol: "h2", Target: target, Params: map[string]string{"connection": "hot"}},
-		{Test: TestSite, Protocol: "h2", Client: model.ClientChromium, Target: target, Params: map[string]string{"connection": "Warm"}},
+		{Test: plan.TestTTFB, Protocol: "h9", Target: target},
+		{Test: plan.TestTTFB, Protocol: "h2", Target: Target{Host: "not-an-ip", Port: 1}, Params: testParams(plan.TestTTFB, nil)},
+		{Test: plan.TestDownload, Protocol: "h2", Target: target, Params: testParams(plan.TestDownload, map[string]string{"size": "-5MB"})},
+		{Test: plan.TestHandshake, Protocol: "h2", Target: target, Params: testParams(plan.TestHandshake, map[string]string{"mode": "fast"})},
+		{Test: plan.TestPage, Protocol: "h2", Client: model.ClientChromium, Target: target},
+		{Test: plan.TestPage, Protocol: "h2", Target: target, Params: testParams(plan.TestPage, map[string]string{"connection": "hot"})},
+		{Test: plan.TestSite, Protocol: "h2", Client: model.ClientChromium, Target: target, Params: testParams(plan.TestSite, map[string]string{"connection": "Warm"})},
 	} {
 		res := ex.Execute(context.Background(), req)
 		if res.Status != model.StatusFailed || res.Error == "" {
@@ -188,20 +189,20 @@ func TestPageConnection(t *testing.T) {
 	target := startServer(t)
 	var ex Executor
 	for _, proto := range []string{model.ProtoH1, model.ProtoH1C, model.ProtoH2, model.ProtoH3} {
-		for _, conn := range []string{"", ConnCold, ConnWarm} {
+		for _, conn := range []string{"", plan.ConnCold, plan.ConnWarm} {
 			t.Run(proto+"/"+conn, func(t *testing.T) {
 				params := map[string]string{"objects": "3", "size": "2KB"}
 				if conn != "" {
 					params["connection"] = conn
 				}
 				start := time.Now()
-				res := ex.Execute(context.Background(), Request{Test: TestPage, Protocol: proto, Params: params, Target: target, Timeout: 20 * time.Second})
+				res := ex.Execute(context.Background(), Request{Test: plan.TestPage, Protocol: proto, Params: testParams(plan.TestPage, params), Target: target, Timeout: 20 * time.Second})
 				took := time.Since(start)
 				if res.Status != model.StatusOK {
 					t.Fatalf("status %s: %s", res.Status, res.Error)
 				}
-				checkPrep(t, TestPage, params, res, took)
-				warm := conn == ConnWarm
+				checkPrep(t, plan.TestPage, params, res, took)
+				warm := conn == plan.ConnWarm
 				want := map[bool]float64{false: 0, true: 1}[warm]
 				if got, ok := res.Metrics["connection_reused"]; !ok || got != want {
 					t.Errorf("connection_reused = %v (present %v), want %v", got, ok, want)
@@ -227,7 +228,7 @@ func TestPageConnection(t *testing.T) {
 func TestZeroRTTOverTCPIsFailedNotMeasured(t *testing.T) {
 	target := startServer(t)
 	var ex Executor
-	res := ex.Execute(context.Background(), Request{Test: TestHandshake, Protocol: "h2", Params: map[string]string{"mode": "0rtt"}, Target: target})
+	res := ex.Execute(context.Background(), Request{Test: plan.TestHandshake, Protocol: "h2", Params: testParams(plan.TestHandshake, map[string]string{"mode": "0rtt"}), Target: target})
 	if res.Status == model.StatusOK {
 		t.Fatal("0-RTT over TCP was reported as measured")
 	}
@@ -248,7 +249,7 @@ func TestGeneratedSiteOverLoopback(t *testing.T) {
 	var ex Executor
 	for _, shape := range sites.Builtin {
 		for _, proto := range []string{"h1", "h3"} {
-			res := ex.Execute(context.Background(), Request{Test: TestSite, Protocol: proto, Params: map[string]string{"site": shape.Name}, Target: target})
+			res := ex.Execute(context.Background(), Request{Test: plan.TestSite, Protocol: proto, Params: testParams(plan.TestSite, map[string]string{"site": shape.Name}), Target: target})
 			if res.Status != model.StatusOK {
 				t.Fatalf("%s over %s: %s", shape.Name, proto, res.Error)
 			}
@@ -260,4 +261,12 @@ func TestGeneratedSiteOverLoopback(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testParams decodes test parameters as a plan writes them, the defaults
+// for those not given. A value the test does not accept is left as far as
+// it decoded: the Executor's own check of what it is handed is under test.
+func testParams(test string, values map[string]string) plan.Params {
+	p, _ := plan.DecodeParams(test, values)
+	return p
 }

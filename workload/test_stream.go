@@ -1,0 +1,56 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quicbench/quicbench/endpoint"
+	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/plan"
+)
+
+func init() { define(plan.TestStream, run{builtin: stream}) }
+
+// stream fetches p.Segments segments of p.Size bytes that the server sends
+// p.Interval apart.
+func stream(ctx context.Context, _ *Executor, spec endpoint.FetchSpec, p plan.Params) (*Result, error) {
+	segs, interval, size := p.Segments, p.Interval, p.Size
+	spec.Paths = []string{fmt.Sprintf("/stream?segments=%d&interval=%s&size=%d", segs, interval, size)}
+	fr, res, err := fetch(ctx, spec)
+	if err != nil {
+		return res, err
+	}
+	r := fr.Requests[0]
+	if r.Bytes != int64(segs)*size {
+		return res, fmt.Errorf("received %d bytes, want %d segments of %d", r.Bytes, segs, size)
+	}
+	arrivals := SegmentArrivals(r.Chunks, size, segs)
+	st := Intervals(arrivals, 2*interval)
+	res.Metrics["interval_p50_ms"] = st.P50
+	res.Metrics["interval_p95_ms"] = st.P95
+	res.Metrics["interval_max_ms"] = st.Max
+	res.Metrics["stalls"] = float64(st.Stalls)
+	res.Metrics["segments"] = float64(segs)
+	pts := make([]model.Point, len(st.Intervals))
+	for i, v := range st.Intervals {
+		pts[i] = model.Point{T: arrivals[i+1], V: v}
+	}
+	res.Timelines = append(res.Timelines, model.Series{Kind: model.SeriesInterval, Label: "segment inter-arrival (ms)", Points: pts})
+	res.Timelines = append(res.Timelines, fr.ChunkSeries()...)
+	return res, nil
+}
+
+// SegmentArrivals returns the time each of segs segments of size bytes was
+// complete, from the chunks of the response (chunk boundaries need not
+// match segment boundaries: TCP may merge or split them).
+func SegmentArrivals(chunks []endpoint.Chunk, size int64, segs int) []int64 {
+	out := make([]int64, 0, segs)
+	var got int64
+	for _, c := range chunks {
+		got += int64(c.Bytes)
+		for len(out) < segs && got >= int64(len(out)+1)*size {
+			out = append(out, c.T)
+		}
+	}
+	return out
+}
