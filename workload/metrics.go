@@ -17,16 +17,17 @@ type Chunk struct {
 
 // Jitter is the mean absolute difference of consecutive values (RFC 3550
 // style, without the exponential smoothing): for latencies l1..lk it is
-// sum(|l(i) - l(i-1)|) / (k-1). It is 0 for fewer than two values.
-func Jitter(latencies []float64) float64 {
+// sum(|l(i) - l(i-1)|) / (k-1). Fewer than two values have no jitter: ok
+// is then false.
+func Jitter(latencies []float64) (jitter float64, ok bool) {
 	if len(latencies) < 2 {
-		return 0
+		return 0, false
 	}
 	var sum float64
 	for i := 1; i < len(latencies); i++ {
 		sum += math.Abs(latencies[i] - latencies[i-1])
 	}
-	return sum / float64(len(latencies)-1)
+	return sum / float64(len(latencies)-1), true
 }
 
 // GoodputMbps is application bytes delivered per unit of time, in Mbit/s

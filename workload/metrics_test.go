@@ -10,15 +10,16 @@ func TestJitter(t *testing.T) {
 	cases := []struct {
 		in   []float64
 		want float64
+		ok   bool
 	}{
-		{nil, 0},
-		{[]float64{5}, 0},
-		{[]float64{10, 12, 9, 9}, (2.0 + 3.0 + 0.0) / 3},
-		{[]float64{1, 1, 1}, 0},
+		{nil, 0, false},
+		{[]float64{5}, 0, false},
+		{[]float64{10, 12, 9, 9}, (2.0 + 3.0 + 0.0) / 3, true},
+		{[]float64{1, 1, 1}, 0, true},
 	}
 	for _, c := range cases {
-		if got := Jitter(c.in); got != c.want {
-			t.Errorf("Jitter(%v) = %v, want %v", c.in, got, c.want)
+		if got, ok := Jitter(c.in); got != c.want || ok != c.ok {
+			t.Errorf("Jitter(%v) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
 		}
 	}
 }

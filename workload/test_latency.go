@@ -39,7 +39,9 @@ func latency(ctx context.Context, _ *Executor, spec endpoint.FetchSpec, p plan.P
 	res.Metrics["latency_p50_ms"] = NearestRank(sorted, 0.5)
 	res.Metrics["latency_p95_ms"] = NearestRank(sorted, 0.95)
 	res.Metrics["latency_max_ms"] = sorted[len(sorted)-1]
-	res.Metrics["jitter_ms"] = Jitter(lat)
+	if j, ok := Jitter(lat); ok { // absent, not 0, for a single request
+		res.Metrics["jitter_ms"] = j
+	}
 	res.Metrics["requests"] = float64(len(lat))
 	pts := make([]model.Point, len(fr.Requests))
 	for i, r := range fr.Requests {

@@ -29,6 +29,17 @@ func multiplex(ctx context.Context, _ *Executor, spec endpoint.FetchSpec, p plan
 	starts := make([]int64, len(fr.Requests))
 	ends := make([]int64, len(fr.Requests))
 	finish := make([]float64, len(fr.Requests))
+	var last int64
+	for _, r := range fr.Requests {
+		for _, c := range r.Chunks {
+			last = max(last, c.T)
+		}
+	}
+	// The timelines' bins adapt to the transfer (a 10 ms transfer and a
+	// 16 s one both get up to HOLMaxBins of them); the stall count keeps
+	// the fixed HOLBin, so that it means the same for every sample.
+	bin := HOLBinFor(last)
+	stalls := 0
 	for i, r := range fr.Requests {
 		starts[i], ends[i] = r.Start, r.End
 		finish[i] = Ms(r.End)
@@ -36,8 +47,9 @@ func multiplex(ctx context.Context, _ *Executor, spec endpoint.FetchSpec, p plan
 		for j, c := range r.Chunks {
 			chunks[j] = Chunk{T: c.T, N: int64(c.Bytes)}
 		}
+		stalls += EmptyBinsInside(Bins(chunks, int64(HOLBin)))
 		res.Timelines = append(res.Timelines, model.Series{
-			Kind: model.SeriesHOL, Label: fmt.Sprintf("stream %d", i), Points: Bins(chunks, int64(HOLBin)),
+			Kind: model.SeriesHOL, Label: fmt.Sprintf("stream %d", i), Points: Bins(chunks, bin),
 		})
 	}
 	sort.Float64s(finish)
@@ -46,10 +58,6 @@ func multiplex(ctx context.Context, _ *Executor, spec endpoint.FetchSpec, p plan
 	res.Metrics["finish_first_ms"] = finish[0]
 	res.Metrics["finish_last_ms"] = finish[len(finish)-1]
 	res.Metrics["objects"] = float64(n)
-	stalls := 0
-	for _, s := range res.Timelines {
-		stalls += EmptyBinsInside(s.Points)
-	}
 	res.Metrics["hol_empty_bins"] = float64(stalls)
 	return res, nil
 }

@@ -23,7 +23,8 @@ import (
 	"github.com/quicbench/quicbench/plan"
 )
 
-// HOLBin is the width of the bins of the head-of-line timelines.
+// HOLBin is the width of the bins of the multiplex test's stall count
+// (hol_empty_bins); its timelines use HOLBinFor.
 const HOLBin = 10 * time.Millisecond
 
 // CPUSampleInterval is the period of the CPU timelines of the cpu test.
