@@ -191,11 +191,16 @@ func (r *FetchResult) ConnRefs() []ConnRef {
 	return out
 }
 
-// Transport returns the transport statistics of the measured connections.
+// Transport returns the transport statistics of the measured connections
+// whose statistics were read: a connection whose TCP_INFO could not be
+// read has none (never a row of zeros that would read as measured), so
+// fewer rows than connections means some were not measured.
 func (r *FetchResult) Transport() []model.TransportStats {
-	out := make([]model.TransportStats, len(r.Conns))
-	for i, c := range r.Conns {
-		out[i] = c.Transport
+	out := make([]model.TransportStats, 0, len(r.Conns))
+	for _, c := range r.Conns {
+		if c.Transport.Kind != "" {
+			out = append(out, c.Transport)
+		}
 	}
 	return out
 }

@@ -191,21 +191,19 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	s.Resources = res.Resources
 	s.Wall = res.Wall
 	s.CPU = res.CPU
-	if w.before.srvErr == nil && w.after.srvErr == nil {
+	srvCPU := w.before.srvErr == nil && w.after.srvErr == nil
+	if srvCPU {
 		d := w.after.srvCPU.Sub(w.before.srvCPU)
 		s.CPU.ServerUser, s.CPU.ServerSys = d.User, d.Sys
 	} else {
 		s.Warnings = append(s.Warnings, "server CPU time unavailable")
 	}
-	s.LinkUp, s.LinkDown = w.after.link[0].Sub(w.before.link[0]), w.after.link[1].Sub(w.before.link[1])
-	if res.Bytes > 0 && s.Status == model.StatusOK {
-		mb := float64(res.Bytes) / 1e6
-		cl := (s.CPU.ClientUser + s.CPU.ClientSys).Seconds()
-		sv := (s.CPU.ServerUser + s.CPU.ServerSys).Seconds()
-		s.Metrics["cpu_client_s_per_mb"] = cl / mb
-		s.Metrics["cpu_server_s_per_mb"] = sv / mb
-		s.Metrics["cpu_s_per_mb"] = (cl + sv) / mb
+	if res.ClientCPUUnavailable {
+		s.Warnings = append(s.Warnings, "client CPU time unavailable")
 	}
+	s.LinkUp, s.LinkDown = w.after.link[0].Sub(w.before.link[0]), w.after.link[1].Sub(w.before.link[1])
+	cpuMetrics(s.Metrics, s.CPU, res.Bytes, !res.ClientCPUUnavailable, srvCPU, s.Status == model.StatusOK)
+	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
 	s.Warnings = append(s.Warnings, w.warnings(c, up, down, s, res)...)
 
 	if v, ok := s.Metrics[c.Metric]; ok {
@@ -220,6 +218,53 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		return nil, fmt.Errorf("store sample: %w", err)
 	}
 	return s, nil
+}
+
+// cpuMetrics adds the CPU cost per megabyte moved of a valid sample that
+// moved bytes: the client's, the server's and their sum, each only when the
+// CPU times it needs were read (absent, never 0, otherwise).
+func cpuMetrics(m map[string]float64, cpu model.CPUUsage, bytes int64, client, server, ok bool) {
+	if bytes <= 0 || !ok {
+		return
+	}
+	mb := float64(bytes) / 1e6
+	cl := (cpu.ClientUser + cpu.ClientSys).Seconds()
+	sv := (cpu.ServerUser + cpu.ServerSys).Seconds()
+	if client {
+		m["cpu_client_s_per_mb"] = cl / mb
+	}
+	if server {
+		m["cpu_server_s_per_mb"] = sv / mb
+	}
+	if client && server {
+		m["cpu_s_per_mb"] = (cl + sv) / mb
+	}
+}
+
+// transportMetrics adds the retransmissions of the sample's conns
+// connections by both endpoints (TCP: segments retransmitted, QUIC: packets
+// declared lost, whose frames were sent again): the sender of a transfer
+// is whichever side sent it, so only the sum of both sides means the same
+// for every test and transport. Absent unless both sides' statistics of
+// every connection were read.
+func transportMetrics(m map[string]float64, ts []model.TransportStats, conns int) {
+	var client, server int
+	var sum int64
+	for _, t := range ts {
+		if t.Retransmits < 0 {
+			return
+		}
+		if t.Side == "server" {
+			server++
+		} else {
+			client++
+		}
+		sum += t.Retransmits
+	}
+	if conns == 0 || client != conns || server != conns {
+		return
+	}
+	m["retransmits"] = float64(sum)
 }
 
 // snapshot is one reading of the counters a sample is checked with.

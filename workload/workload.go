@@ -64,7 +64,10 @@ type Result struct {
 	Negotiated model.Negotiated       `json:"negotiated"`
 	Transport  []model.TransportStats `json:"transport,omitempty"`
 	Conns      []endpoint.ConnRef     `json:"conns,omitempty"` // for server-side statistics
-	CPU        model.CPUUsage         `json:"cpu"`             // client fields only
+	CPU        model.CPUUsage         `json:"cpu"`             // client fields only: the built-in client's over the whole sample, a browser's processes' over their life
+	// ClientCPUUnavailable is set when the client's CPU time could not be
+	// read: CPU is then zero, and the runner leaves the CPU metrics absent.
+	ClientCPUUnavailable bool `json:"client_cpu_unavailable,omitempty"`
 	Bytes      int64                  `json:"bytes"`           // application bytes moved (both directions)
 	Wall       time.Duration          `json:"wall"`            // measured part
 	Timelines  []model.Series         `json:"timelines,omitempty"`
@@ -98,9 +101,24 @@ type Executor struct {
 // Execute takes one sample. It never returns a nil Result: failures are
 // reported in Status and Error.
 func (e *Executor) Execute(ctx context.Context, req Request) *Result {
+	cpu0, cpuErr0 := endpoint.ProcessCPU()
 	res, err := e.execute(ctx, req)
+	cpu1, cpuErr1 := endpoint.ProcessCPU()
 	if res == nil {
 		res = &Result{}
+	}
+	if req.Client == "" || req.Client == model.ClientBuiltin {
+		// The built-in client's CPU covers the whole sample in this
+		// process, as the server's does in its own (the runner reads it
+		// around the agent's call): preparation, the measured part and
+		// the connections' close.
+		if cpuErr0 == nil && cpuErr1 == nil {
+			d := cpu1.Sub(cpu0)
+			res.CPU.ClientUser, res.CPU.ClientSys = d.User, d.Sys
+		} else {
+			res.CPU.ClientUser, res.CPU.ClientSys = 0, 0
+			res.ClientCPUUnavailable = true
+		}
 	}
 	if res.Metrics == nil {
 		res.Metrics = map[string]float64{}
@@ -217,9 +235,6 @@ func fetch(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult,
 		res.Prep = prepOf(spec, fr, took)
 		if len(fr.Conns) > 0 {
 			res.Metrics["connections"] = float64(len(fr.Conns))
-		}
-		for _, c := range fr.Transport() {
-			res.Metrics["retransmits"] += float64(c.Retransmits)
 		}
 	}
 	if err != nil {
