@@ -43,5 +43,8 @@ func agentServer(ex *workload.Executor) *control.Server {
 	control.Handle(s, control.Run, func(ctx context.Context, req workload.Request) (*workload.Result, error) {
 		return ex.Execute(ctx, req), nil
 	})
+	control.Handle(s, control.BrowserVersion, func(ctx context.Context, _ struct{}) (string, error) {
+		return browserVersion(ctx)
+	})
 	return s
 }

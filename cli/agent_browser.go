@@ -150,6 +150,21 @@ func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *brow
 	return primer, measured, prep, nil
 }
 
+// browserVersion starts the Chromium the agent's browser samples use, once,
+// and returns its product ("Chrome/156.0.8078.79"): the runner records it
+// with the run, and a resumed run refuses another browser.
+func browserVersion(ctx context.Context) (string, error) {
+	s, err := browser.NewSession(ctx, browser.Options{Protocol: model.ProtoH2})
+	if err != nil {
+		return "", err
+	}
+	v := s.Version()
+	if err := s.Close(); err != nil {
+		return "", fmt.Errorf("closing the browser after reading its version: %w", err)
+	}
+	return v, nil
+}
+
 type cpuPair struct{ user, sys time.Duration }
 
 // childrenCPU is the CPU time of the agent's waited-for children: the

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/quicbench/quicbench/endpoint"
@@ -16,14 +17,7 @@ func TestAgentServesItsTable(t *testing.T) {
 	if err := agentServer(&workload.Executor{}).Check(); err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- Run(context.Background(), &Env{Stdin: inR, Stdout: outW, Stderr: io.Discard, Args: []string{"agent"}, Getenv: func(string) string { return "" }})
-		outW.Close()
-	}()
-	c := control.NewClient(control.RoleAgent, inW, outR)
+	c, stop := startAgentCLI(t)
 	var pong string
 	if err := c.Call(context.Background(), control.Ping, nil, &pong); err != nil || pong != "pong" {
 		t.Fatalf("ping: %v %q", err, pong)
@@ -32,8 +26,37 @@ func TestAgentServesItsTable(t *testing.T) {
 	if err := c.Call(context.Background(), control.CPU, nil, &cpu); err != nil || cpu.User+cpu.Sys <= 0 {
 		t.Fatalf("cpu: %v %+v", err, cpu)
 	}
-	inW.Close()
-	if code := <-done; code != 0 {
-		t.Fatalf("agent exited %d at the end of its input", code)
+	stop()
+}
+
+// The agent reads the version of the Chromium it runs samples with, for
+// the runner to record with the run.
+func TestAgentBrowserVersion(t *testing.T) {
+	requireChromiumCLI(t)
+	c, stop := startAgentCLI(t)
+	var v string
+	if err := c.Call(context.Background(), control.BrowserVersion, nil, &v); err != nil || !strings.HasPrefix(v, "Chrome/") {
+		t.Fatalf("browser version: %v %q", err, v)
+	}
+	stop()
+}
+
+// startAgentCLI runs `quicbench agent` on pipes and returns a client of it
+// and a stop function that ends its input and checks that it exited 0.
+func startAgentCLI(t *testing.T) (*control.Client, func()) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Run(context.Background(), &Env{Stdin: inR, Stdout: outW, Stderr: io.Discard, Args: []string{"agent"}, Getenv: func(string) string { return "" }})
+		outW.Close()
+	}()
+	return control.NewClient(control.RoleAgent, inW, outR), func() {
+		t.Helper()
+		inW.Close()
+		if code := <-done; code != 0 {
+			t.Fatalf("agent exited %d at the end of its input", code)
+		}
 	}
 }

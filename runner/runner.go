@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/internal/sites"
@@ -142,11 +141,11 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		}
 		prog.start(len(todo), sum.Planned, remaining)
 	}
+	defer r.teardown() // also what a failed setup started
 	if err := r.setup(ctx); err != nil {
 		r.markInterrupted(ctx)
 		return nil, err
 	}
-	defer r.teardown()
 
 	first := time.Now() // the ETA compares the samples' time with their estimate, setup excluded
 	var overheads []stats.OverheadSample
@@ -349,16 +348,13 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.recordEnv(ctx, true); err != nil {
 		return err
 	}
-	if err := r.recordBrowser(ctx); err != nil {
-		return err
-	}
 	if err := r.prepareSites(); err != nil {
 		return err
 	}
 	if err := r.startEndpoints(ctx, cc); err != nil {
 		return err
 	}
-	return nil
+	return r.recordBrowser(ctx)
 }
 
 // recordEnv stores the parts of the run's environment that the testbed
@@ -413,7 +409,9 @@ func (r *run) recordBrowser(ctx context.Context) error {
 	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
 		return nil
 	}
-	v, err := chromiumVersion(ctx)
+	// The agent, which runs the browser samples, reads it from the same
+	// Chromium in the client namespace.
+	v, err := r.agent.browserVersion(ctx)
 	if err != nil {
 		// The browser samples will fail with the cause; the run goes on.
 		return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the Chromium version could not be read: "+err.Error())
@@ -440,18 +438,6 @@ func (r *run) recordBrowser(ctx context.Context) error {
 		return nil
 	}
 	return r.db.SetRunBrowser(context.WithoutCancel(ctx), r.runRec.ID, v)
-}
-
-// chromiumVersion starts headless Chromium as the agent does (no page
-// loaded) and returns its DevTools product string.
-func chromiumVersion(ctx context.Context) (string, error) {
-	s, err := browser.NewSession(ctx, browser.Options{Protocol: model.ProtoH2})
-	if err != nil {
-		return "", err
-	}
-	v := s.Version()
-	_ = s.Close() // kills what is left of it; the version is read
-	return v, nil
 }
 
 // ccDescription describes the congestion controls of the run's TCP sockets:

@@ -45,6 +45,10 @@ const (
 	Quit Op = "quit"
 	// Run runs one test in the agent: workload.Request -> workload.Result.
 	Run Op = "run"
+	// BrowserVersion asks the agent which Chromium its browser samples
+	// run, by starting it once in the agent's namespace: nothing -> the
+	// browser's product, e.g. "Chrome/156.0.8078.79".
+	BrowserVersion Op = "browser-version"
 	// Listen starts calibrate's bulk servers, the bulk server's first
 	// request: its configuration -> their addresses and CA certificate.
 	Listen Op = "listen"
@@ -62,7 +66,7 @@ const (
 // and a Client of the role sends no other.
 var Table = map[Role][]Op{
 	RoleServer:     {Ping, CPU, Stats, Quit},
-	RoleAgent:      {Ping, CPU, Run},
+	RoleAgent:      {Ping, CPU, Run, BrowserVersion},
 	RoleBulkServer: {Listen},
 	RoleBulkClient: {Transfer},
 	RoleSoaker:     {Mark},
