@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,7 +42,8 @@ func newRunCmd(env *Env) *cobra.Command {
 		planArg, out, resume, reportPath, keylog, qlog   string
 		quick, quiet, jsonl, lines, noReport, quicEvents bool
 		seed                                             uint64
-		maxSamples                                       int
+		maxSamples, maxIter                              int
+		precision                                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --plan NAME|FILE [-o results.db]",
@@ -76,8 +78,8 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				}
 			}
 			if resume != "" {
-				if planArg != "" || quick || cmd.Flags().Changed("seed") {
-					return Usage(errors.New("--resume continues the stored plan: do not give --plan, --quick or --seed"), "")
+				if planArg != "" || quick || cmd.Flags().Changed("seed") || precision != "" || maxIter != 0 {
+					return Usage(errors.New("--resume continues the stored plan: do not give --plan, --quick, --seed, --precision or --max-iterations"), "")
 				}
 				opts.Resume, opts.DB = true, resume
 			} else {
@@ -96,6 +98,11 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				if cmd.Flags().Changed("seed") {
 					p.Seed = seed
 				}
+				if precision != "" || maxIter != 0 {
+					if p, err = withPrecision(p, precision, maxIter); err != nil {
+						return err
+					}
+				}
 				opts.Plan = p
 				if out == "" {
 					out = p.Name + ".db"
@@ -112,6 +119,8 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.BoolVar(&quick, "quick", false, "run the plan's quick variant (fewer iterations and grid points, every test kept)")
 	f.StringVar(&resume, "resume", "", "continue the interrupted run stored in this database")
 	f.Uint64Var(&seed, "seed", 0, "run seed (overrides the plan's)")
+	f.StringVar(&precision, "precision", "", "adaptive iterations: iterate each group until every protocol pair's 95% CI of the paired median difference is within ±P% of the median, e.g. 5% (overrides the plan's precision; 0 turns it off)")
+	f.IntVar(&maxIter, "max-iterations", 0, "adaptive iterations: the most iterations a group takes (default: the plan's max_iterations, or 10 x its iterations)")
 	f.StringVar(&reportPath, "report", "", "HTML report to write at the end (default: the database name with .html; - for standard output)")
 	f.BoolVar(&noReport, "no-report", false, "do not write the HTML report or print the summary")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
@@ -208,4 +217,28 @@ func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bo
 		ee.Hint = "the run is stored; write its report elsewhere with: quicbench report " + dbPath + " -o FILE"
 	}
 	return err
+}
+
+// withPrecision applies --precision and --max-iterations to p.
+func withPrecision(p *plan.Plan, precision string, maxIter int) (*plan.Plan, error) {
+	pct := p.Precision()
+	if precision != "" {
+		num, _ := strings.CutSuffix(strings.TrimSpace(precision), "%")
+		v, err := strconv.ParseFloat(num, 64)
+		if err != nil || v < 0 || v > 100 {
+			return nil, Usage(fmt.Errorf("--precision %q: want a percentage from 0%% (off) to 100%%, e.g. 5%%", precision), "")
+		}
+		pct = v
+	}
+	if maxIter != 0 && pct == 0 {
+		return nil, Usage(errors.New("--max-iterations needs a precision target (--precision, or the plan's precision)"), "")
+	}
+	if maxIter < 0 || maxIter > plan.MaxIterations {
+		return nil, Usage(fmt.Errorf("--max-iterations %d: want 2..%d", maxIter, plan.MaxIterations), "")
+	}
+	q, err := p.WithPrecision(pct, maxIter)
+	if err != nil {
+		return nil, Usage(err, "")
+	}
+	return q, nil
 }

@@ -25,6 +25,9 @@ type doc struct {
 	name, description string
 	seed              uint64
 	iterations        int
+	precision         float64 // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
+	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
+	maxIterAt         pos     // where max_iterations is set; zero when it is not
 	warmup            bool
 	timeout           time.Duration
 	protocols         []string
@@ -109,7 +112,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "warmup", "protocols", "client", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "warmup", "protocols", "client", "cc", "timeout", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace"}
 	gridKeys  = []string{"name", "grid", "direction", "base"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "timeout", "scenarios", "params"}
@@ -226,6 +229,21 @@ func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
 		return "", false
 	}
 	return n.Value, true
+}
+
+// percent reads a precision target such as 5% (more than 0, at most 100).
+func (d *decoder) percent(n *yaml.Node, path string) (float64, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.fail(n, path, "expected a percentage such as 5%, got "+kindName(n))
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(strings.TrimSpace(n.Value), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || !(v > 0 && v <= 100) {
+		d.fail(n, path, "expected a percentage such as 5% (more than 0%, at most 100%)")
+		return 0, false
+	}
+	return v, true
 }
 
 func (d *decoder) integer(n *yaml.Node, path string, lo, hi int64) (int64, bool) {
@@ -403,6 +421,18 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 	if v, ok := f["iterations"]; ok {
 		if n, ok := d.integer(v.val, "iterations", 1, MaxIterations); ok {
 			out.iterations = int(n)
+		}
+	}
+	if v, ok := f["precision"]; ok {
+		if pct, ok := d.percent(v.val, "precision"); ok {
+			out.precision = pct
+		}
+	}
+	if v, ok := f["max_iterations"]; ok {
+		if _, set := f["precision"]; !set {
+			d.fail(v.val, "max_iterations", "only with precision (adaptive iterations): a fixed design runs its iterations")
+		} else if n, ok := d.integer(v.val, "max_iterations", 2, MaxIterations); ok {
+			out.maxIterations, out.maxIterAt = int(n), at(v.val)
 		}
 	}
 	if v, ok := f["warmup"]; ok {

@@ -404,8 +404,13 @@ func (e *expander) cells() {
 	}
 	cells := make([]model.Cell, 0, total)
 	timeouts := map[string]time.Duration{}
+	minIters := map[string]int{}
+	if d.precision > 0 && d.maxIterations == 0 {
+		d.maxIterations = defaultMaxIterations(d)
+	}
 	owner := map[string]int{}
 	reported := map[int]bool{}
+	reportedMax := map[int]bool{}
 	for pi := range e.p.points {
 		sc := &e.p.points[pi]
 		for _, ep := range plans {
@@ -416,6 +421,15 @@ func (e *expander) cells() {
 			iters, warm := d.iterations, d.warmup
 			if t.iterations > 0 {
 				iters = t.iterations
+			}
+			least := iters
+			if d.precision > 0 {
+				if iters > d.maxIterations && !reportedMax[t.index] {
+					reportedMax[t.index] = true
+					e.failAt(d.maxIterAt, "max_iterations", strconv.Itoa(d.maxIterations), fmt.Sprintf(
+						"below the %d iterations of tests[%d] (%s), which an adaptive run takes at least", iters, t.index, t.test))
+				}
+				iters = d.maxIterations
 			}
 			if t.warmup != nil {
 				warm = *t.warmup
@@ -459,6 +473,9 @@ func (e *expander) cells() {
 							if t.timeout > 0 {
 								timeouts[c.Key] = t.timeout
 							}
+							if d.precision > 0 {
+								minIters[c.Key] = least
+							}
 							cells = append(cells, c)
 						}
 					}
@@ -471,6 +488,7 @@ func (e *expander) cells() {
 	}
 	e.p.cells = cells
 	e.p.timeouts = timeouts
+	e.p.minIters = minIters
 }
 
 func containsInt(s []int, v int) bool {
@@ -701,4 +719,15 @@ func (e *expander) scenarioNames() string {
 		}
 	}
 	return strings.Join(names, ", ")
+}
+
+// defaultMaxIterations is the most iterations of an adaptive plan that does
+// not say: ten times the plan's iterations, and at least the largest
+// iterations of a test.
+func defaultMaxIterations(d *doc) int {
+	n := min(MaxIterations, 10*d.iterations)
+	for _, t := range d.tests {
+		n = max(n, t.iterations)
+	}
+	return n
 }

@@ -55,6 +55,7 @@ type Plan struct {
 	points    []Scenario
 	cells     []model.Cell
 	timeouts  map[string]time.Duration // cell key -> test-level timeout override
+	minIters  map[string]int           // cell key -> least iterations of an adaptive plan
 	notes     []string
 	source    []byte
 	sourceSig string
@@ -165,6 +166,49 @@ func (p *Plan) TimeoutFor(c *model.Cell) time.Duration {
 	return p.Timeout
 }
 
+// Precision returns the adaptive iteration target of the plan: a group of
+// cells stops iterating once every protocol pair's 95% interval of the
+// paired median difference is narrower than plus or minus this percentage of
+// the pair's median (stats.GroupPrecision), after at least
+// MinIterationsFor its cells and at most their Iterations. 0 for a plan of
+// fixed iterations.
+func (p *Plan) Precision() float64 { return p.d.precision }
+
+// MinIterationsFor returns the least counted iterations of a cell: its
+// test's (or the plan's) iterations. For a plan of fixed iterations it is
+// the cell's Iterations.
+func (p *Plan) MinIterationsFor(c *model.Cell) int {
+	if n, ok := p.minIters[c.Key]; ok {
+		return n
+	}
+	return c.Iterations
+}
+
+// WithPrecision returns the plan with adaptive iterations: the precision
+// target pct (percent of the median) and at most maxIter iterations per
+// group (0: the plan's max_iterations, or its default). pct 0 returns the
+// plan with fixed iterations.
+func (p *Plan) WithPrecision(pct float64, maxIter int) (*Plan, error) {
+	if p == nil || p.cells == nil {
+		return nil, fmt.Errorf("plan: WithPrecision on a plan that was not parsed")
+	}
+	if pct < 0 || pct > 100 || maxIter < 0 || maxIter > MaxIterations {
+		return nil, fmt.Errorf("plan: precision %v%% (want more than 0%%, at most 100%%) or max_iterations %d out of range", pct, maxIter)
+	}
+	d := p.d.clone()
+	switch {
+	case pct == 0:
+		maxIter = 0
+	case maxIter == 0 && p.d.precision > 0:
+		maxIter = p.d.maxIterations
+	case maxIter == 0:
+		maxIter = defaultMaxIterations(&d)
+	}
+	d.precision, d.maxIterations, d.maxIterAt = pct, maxIter, pos{}
+	q := &Plan{Name: p.Name, Description: p.Description, Seed: p.Seed, Timeout: p.Timeout, d: d}
+	return Parse(p.file, q.render())
+}
+
 // Counts are the sizes of a plan's expansion.
 type Counts struct {
 	Cells   int // measured combinations
@@ -199,6 +243,13 @@ func (p *Plan) Counts() Counts { return Count(p.cells) }
 func (p *Plan) Hash() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "quicbench-plan-v1\nseed=%d\n", p.Seed)
+	if p.d.precision > 0 {
+		// adaptive: the rule decides how many samples each group gets
+		fmt.Fprintf(h, "precision=%g\n", p.d.precision)
+		for i := range p.cells {
+			fmt.Fprintf(h, "min %s %d\n", p.cells[i].Key, p.MinIterationsFor(&p.cells[i]))
+		}
+	}
 	for i := range p.cells {
 		c := &p.cells[i]
 		fmt.Fprintf(h, "cell\n%s\n%s\n%s\n%s\n%s\n", c.Key, c.Group, c.Scenario, c.LinkUp, c.LinkDown)

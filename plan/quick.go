@@ -30,6 +30,7 @@ func (p *Plan) Quick() (*Plan, error) {
 	}
 	d := p.d.clone()
 	d.iterations = min(d.iterations, QuickIterations)
+	d.precision, d.maxIterations, d.maxIterAt = 0, 0, pos{} // a smoke run: fixed iterations
 	d.warmup = false
 	var notes []string
 

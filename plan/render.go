@@ -61,6 +61,10 @@ func (p *Plan) render() []byte {
 	}
 	top.add("seed", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: strconv.FormatUint(p.Seed, 10)})
 	top.add("iterations", intNode(int64(d.iterations)))
+	if d.precision > 0 {
+		top.add("precision", scalar(strconv.FormatFloat(d.precision, 'g', -1, 64)+"%"))
+		top.add("max_iterations", intNode(int64(d.maxIterations)))
+	}
 	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
 	top.add("protocols", flowList(d.protocols, false))
 	top.add("client", oneOrList(d.clients, false))

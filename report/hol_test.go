@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 
@@ -111,5 +112,31 @@ func TestStreamName(t *testing.T) {
 		if got := streamName(in); got != want {
 			t.Errorf("streamName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// An adaptive run's stops are summarised in the terminal and listed in the
+// HTML report.
+func TestAdaptiveStopsShown(t *testing.T) {
+	ds := holDataset(map[string]int{"h2": 3, "h3": 3})
+	ds.Stops = []model.GroupStop{
+		{Group: "clean/multiplex/streams=2/builtin/cubic", Iterations: 6, Reason: model.StopPrecision, Precision: 3.25, WorstPair: "h3 vs h2"},
+		{Group: "lossy/multiplex/streams=2/builtin/cubic", Iterations: 40, Reason: model.StopMaximum, Precision: math.Inf(1), WorstPair: "h3 vs h2"},
+	}
+	var txt strings.Builder
+	if err := Text(&txt, ds, goldenOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Adaptive iterations: 1 groups reached the precision target after 6 iterations, 1 stopped at the maximum (40 iterations) before reaching it."; !strings.Contains(txt.String(), want) {
+		t.Errorf("terminal summary lacks %q:\n%s", want, txt.String())
+	}
+	html := string(renderHTML(t, ds, goldenOpts()))
+	for _, want := range []string{"why each group stopped", "±3.25%", "maximum iterations reached first", "not computable"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML report lacks %q", want)
+		}
+	}
+	if stopSummary(nil) != "" {
+		t.Error("a run of fixed iterations gets an adaptive summary")
 	}
 }

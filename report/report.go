@@ -170,6 +170,7 @@ type page struct {
 	Failures      []failureRow
 	Warnings      []warningRow
 	RunWarnings   []string
+	Stops         []stopRow
 	Env           []kv
 	StatsCfg      []kv
 	PlanText      string
@@ -279,6 +280,7 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 	}
 	pg.Failures, pg.Warnings = validity(an)
 	pg.RunWarnings = opts.RunWarnings
+	pg.Stops = stopRows(ds.Stops)
 	pg.Env = envRows(ds, opts)
 	c := an.Config
 	pg.StatsCfg = []kv{
@@ -473,4 +475,62 @@ func primaryDiff(g *stats.Group) float64 {
 		}
 	}
 	return best
+}
+
+// stopRow is one cell group of an adaptive run in the report: how many
+// iterations it took and why it stopped.
+type stopRow struct {
+	Group, Reason, Precision, WorstPair string
+	Iterations                          int
+}
+
+// stopRows formats the group stops of an adaptive run.
+func stopRows(stops []model.GroupStop) []stopRow {
+	out := make([]stopRow, 0, len(stops))
+	for _, st := range stops {
+		prec := "not computable"
+		if !math.IsInf(st.Precision, 0) && !math.IsNaN(st.Precision) {
+			prec = fmt.Sprintf("±%.2f%%", st.Precision)
+		}
+		reason := "precision reached"
+		if st.Reason == model.StopMaximum {
+			reason = "maximum iterations reached first"
+		}
+		out = append(out, stopRow{Group: st.Group, Reason: reason, Precision: prec, WorstPair: st.WorstPair, Iterations: st.Iterations})
+	}
+	return out
+}
+
+// stopSummary is one line on an adaptive run's stops for the terminal
+// summary ("" for a run of fixed iterations).
+func stopSummary(stops []model.GroupStop) string {
+	if len(stops) == 0 {
+		return ""
+	}
+	var prec, maxed []int
+	for _, st := range stops {
+		if st.Reason == model.StopMaximum {
+			maxed = append(maxed, st.Iterations)
+		} else {
+			prec = append(prec, st.Iterations)
+		}
+	}
+	span := func(v []int) string {
+		lo, hi := slices.Min(v), slices.Max(v)
+		if lo == hi {
+			return fmt.Sprint(lo)
+		}
+		return fmt.Sprintf("%d-%d", lo, hi)
+	}
+	line := "Adaptive iterations: "
+	if len(prec) > 0 {
+		line += fmt.Sprintf("%d groups reached the precision target after %s iterations", len(prec), span(prec))
+	}
+	if len(maxed) > 0 {
+		if len(prec) > 0 {
+			line += ", "
+		}
+		line += fmt.Sprintf("%d stopped at the maximum (%s iterations) before reaching it", len(maxed), span(maxed))
+	}
+	return line + "."
 }

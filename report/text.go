@@ -46,6 +46,9 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 	for _, r := range overheadRows(ds) {
 		fmt.Fprintf(ew, "%s%s: %s\n", strings.ToUpper(r.K[:1]), r.K[1:], r.V)
 	}
+	if line := stopSummary(ds.Stops); line != "" {
+		fmt.Fprintln(ew, line)
+	}
 	c := an.Config
 	fmt.Fprintf(ew, "Medians per protocol. %s Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
 		verdictMethod(c, len(an.Comparisons)), 100*c.Margin, 100*c.Share)

@@ -117,10 +117,18 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	defer r.db.Close()
 	steps := Schedule(r.cells, r.runRec.Seed)
 	sum := &Summary{RunID: r.runRec.ID, Planned: len(steps)}
+	ad, err := r.adaptiveState(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var todo []Step
 	for _, s := range steps {
 		if r.done[s.Cell.ID][s.Iteration] {
 			sum.Resumed++
+			continue
+		}
+		if ad != nil && ad.stopped(s) {
+			sum.Planned-- // the group stopped on its rule before this step
 			continue
 		}
 		todo = append(todo, s)
@@ -154,6 +162,9 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		if ctx.Err() != nil || (r.opts.MaxSamples > 0 && sum.Taken >= r.opts.MaxSamples) {
 			break
 		}
+		if ad != nil && ad.stopped(step) {
+			continue // counted out of Planned when its group stopped
+		}
 		s, err := r.sample(ctx, step)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -170,6 +181,19 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 			sum.Invalid++
 		}
 		sum.Warnings += len(s.Warnings)
+		if ad != nil {
+			if st := ad.record(s, step.Cell); st != nil {
+				if err := r.storeStop(ctx, st); err != nil {
+					r.markInterrupted(ctx)
+					return sum, err
+				}
+				for _, later := range todo[i+1:] {
+					if later.Cell.Group == st.Group && !later.Warmup() {
+						sum.Planned--
+					}
+				}
+			}
+		}
 		if err := streak.observe(s); err != nil {
 			r.markInterrupted(ctx)
 			return sum, fmt.Errorf("%w; the run is kept: fix the cause, then quicbench run --resume %s", err, r.opts.DB)
@@ -205,6 +229,31 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 }
 
 func opts(r *run) Options { return r.opts }
+
+// adaptiveState returns the stopping rule's state of an adaptive plan (nil
+// for fixed iterations): on resume, with the samples and stops stored, and
+// the stops of groups whose last stored iteration was not judged yet.
+func (r *run) adaptiveState(ctx context.Context) (*adaptive, error) {
+	if r.plan.Precision() <= 0 {
+		return nil, nil
+	}
+	var samples []model.Sample
+	var stops []model.GroupStop
+	if r.opts.Resume {
+		ds, err := r.db.LoadDataset(ctx, r.runRec.ID)
+		if err != nil {
+			return nil, err
+		}
+		samples, stops = ds.Samples, ds.Stops
+	}
+	ad := newAdaptive(r.plan, r.cells, samples, stops)
+	for _, st := range ad.judgeAll() {
+		if err := r.storeStop(ctx, st); err != nil {
+			return nil, err
+		}
+	}
+	return ad, nil
+}
 
 // sampleEstimates returns the estimated time of one sample of each cell
 // (plan.Plan.EstimateCell), by cell key; nil if a cell cannot be estimated.

@@ -67,11 +67,11 @@ type Result struct {
 	CPU        model.CPUUsage         `json:"cpu"`             // client fields only: the built-in client's over the whole sample, a browser's processes' over their life
 	// ClientCPUUnavailable is set when the client's CPU time could not be
 	// read: CPU is then zero, and the runner leaves the CPU metrics absent.
-	ClientCPUUnavailable bool `json:"client_cpu_unavailable,omitempty"`
-	Bytes      int64                  `json:"bytes"`           // application bytes moved (both directions)
-	Wall       time.Duration          `json:"wall"`            // measured part
-	Timelines  []model.Series         `json:"timelines,omitempty"`
-	Resources  []model.Resource       `json:"resources,omitempty"`
+	ClientCPUUnavailable bool             `json:"client_cpu_unavailable,omitempty"`
+	Bytes                int64            `json:"bytes"` // application bytes moved (both directions)
+	Wall                 time.Duration    `json:"wall"`  // measured part
+	Timelines            []model.Series   `json:"timelines,omitempty"`
+	Resources            []model.Resource `json:"resources,omitempty"`
 	// Prep is the unmeasured preparation inside the client before the
 	// measured part: the warm-up connections and their unmeasured request
 	// (latency; page and site with connection warm), the priming connection
