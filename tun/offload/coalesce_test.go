@@ -339,16 +339,7 @@ func TestRoundTripSegmentCoalesce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr, super := toSuper(tc.pkt, tc.gso, tc.mss)
-			segs, sizes := bufs(64, 1500), make([]int, 64)
-			n, err := Segment(hdr, super, segs, sizes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wire := make([][]byte, n)
-			for i := range n {
-				wire[i] = segs[i][:sizes[i]]
-			}
-			res := coalesceN(t, wire, 1)
+			res := coalesceN(t, segmentAll(t, hdr, super, 64, 1500), 1)
 			if res[0].hdr != hdr {
 				t.Fatalf("header %+v, want %+v", res[0].hdr, hdr)
 			}

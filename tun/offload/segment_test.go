@@ -8,21 +8,34 @@ import (
 	"testing"
 )
 
-// segmentN segments a copy of orig, sent as a super-packet of GSO type gso
-// and size mss, into 64 buffers of 1600 bytes, and fails unless that gives
-// want segments.
-func segmentN(t *testing.T, orig []byte, gso uint8, mss, want int) (out [][]byte, sizes []int, n int) {
+// segmentAll segments the super-packet (hdr, super) with Segment into n
+// buffers of size bytes, fails the test on an error, and returns the wire
+// packets (each buffer cut to its segment's size).
+func segmentAll(t *testing.T, hdr VirtioNetHdr, super []byte, n, size int) [][]byte {
 	t.Helper()
-	hdr, super := toSuper(append([]byte(nil), orig...), gso, mss)
-	out, sizes = bufs(64, 1600), make([]int, 64)
+	out, sizes := bufs(n, size), make([]int, n)
 	n, err := Segment(hdr, super, out, sizes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != want {
-		t.Fatalf("%d segments, want %d", n, want)
+	wire := make([][]byte, n)
+	for i := range n {
+		wire[i] = out[i][:sizes[i]]
 	}
-	return out, sizes, n
+	return wire
+}
+
+// segmentN segments a copy of orig, sent as a super-packet of GSO type gso
+// and size mss, into 64 buffers of 1600 bytes, and fails unless that gives
+// want segments, which it returns.
+func segmentN(t *testing.T, orig []byte, gso uint8, mss, want int) [][]byte {
+	t.Helper()
+	hdr, super := toSuper(append([]byte(nil), orig...), gso, mss)
+	segs := segmentAll(t, hdr, super, 64, 1600)
+	if len(segs) != want {
+		t.Fatalf("%d segments, want %d", len(segs), want)
+	}
+	return segs
 }
 
 func TestSegmentTCP(t *testing.T) {
@@ -49,14 +62,14 @@ func TestSegmentTCP(t *testing.T) {
 			const seq0, id0 = 0xfffff000, 0xfffe // both wrap
 			data := pattern(0, tc.payload)
 			orig := buildTCP(tcpSpec{f: tc.f, id: id0, tos: 0x02, seq: seq0, ack: 99, flags: tc.flags, opts: tcpOpts, payload: data})
-			out, sizes, n := segmentN(t, orig, tc.gso, tc.mss, tc.wantSegs)
+			segs := segmentN(t, orig, tc.gso, tc.mss, tc.wantSegs)
+			n := len(segs)
 			ipl := 20
 			if tc.f.src.Is6() {
 				ipl = 40
 			}
 			var got []byte
-			for i := range n {
-				s := out[i][:sizes[i]]
+			for i, s := range segs {
 				if err := verifyWire(s); err != nil {
 					t.Fatalf("segment %d: %v", i, err)
 				}
@@ -95,7 +108,7 @@ func TestSegmentTCP(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Fatalf("reassembled payload differs (%d vs %d bytes)", len(got), len(data))
 			}
-			if n == 1 && !bytes.Equal(out[0][:sizes[0]], orig) {
+			if n == 1 && !bytes.Equal(segs[0], orig) {
 				t.Fatal("single segment differs from the checksummed original")
 			}
 		})
@@ -118,9 +131,8 @@ func TestSegmentUDP(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			data := pattern(7, tc.payload)
 			orig := buildUDP(udpSpec{f: tc.f, id: 500, payload: data})
-			out, sizes, n := segmentN(t, orig, GSOUDPL4, tc.mss, tc.wantSegs)
-			for i := range n {
-				s := out[i][:sizes[i]]
+			segs := segmentN(t, orig, GSOUDPL4, tc.mss, tc.wantSegs)
+			for i, s := range segs {
 				if err := verifyWire(s); err != nil {
 					t.Fatalf("segment %d: %v", i, err)
 				}
@@ -261,21 +273,19 @@ func TestSegmentFromBatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr, super := toSuper(tc.pkt, tc.gso, tc.mss)
-			all, allSizes := bufs(400, 1500), make([]int, 400)
-			want, err := Segment(hdr, super, all, allSizes)
-			if err != nil {
-				t.Fatal(err)
-			}
+			all := segmentAll(t, hdr, super, 400, 1500)
+			want := len(all)
 			if want <= 128 {
 				t.Fatalf("%d segments: the test needs more than 128", want)
 			}
-			for i := range want {
-				if err := verifyWire(all[i][:allSizes[i]]); err != nil {
+			for i, s := range all {
+				if err := verifyWire(s); err != nil {
 					t.Fatalf("segment %d: %v", i, err)
 				}
 			}
 			// Segment refuses to do part of the job.
-			if n, err := Segment(hdr, super, all[:128], allSizes[:128]); n != 0 || !errors.Is(err, ErrShortBuffer) {
+			many, manySizes := bufs(want, 1500), make([]int, want)
+			if n, err := Segment(hdr, super, many[:128], manySizes[:128]); n != 0 || !errors.Is(err, ErrShortBuffer) {
 				t.Fatalf("Segment with 128 buffers: %d, %v; want ErrShortBuffer", n, err)
 			}
 			for _, batch := range []int{128, 7, 1} {
@@ -287,7 +297,7 @@ func TestSegmentFromBatches(t *testing.T) {
 						t.Fatalf("batch %d from %d: n %d, total %d, %v; want %d of %d", batch, first, n, total, err, min(batch, want-first), want)
 					}
 					for j := range n {
-						if !bytes.Equal(out[j][:sizes[j]], all[first+j][:allSizes[first+j]]) {
+						if !bytes.Equal(out[j][:sizes[j]], all[first+j]) {
 							t.Fatalf("batch %d: segment %d differs from Segment's", batch, first+j)
 						}
 					}
@@ -298,10 +308,10 @@ func TestSegmentFromBatches(t *testing.T) {
 			if n, total, err := SegmentFrom(hdr, super, 0, nil, nil); n != 0 || total != want || err != nil {
 				t.Fatalf("SegmentFrom without buffers: %d, %d, %v; want 0, %d, nil", n, total, err, want)
 			}
-			if n, total, err := SegmentFrom(hdr, super, want, all, allSizes); n != 0 || total != want || err != nil {
+			if n, total, err := SegmentFrom(hdr, super, want, many, manySizes); n != 0 || total != want || err != nil {
 				t.Fatalf("SegmentFrom past the end: %d, %d, %v", n, total, err)
 			}
-			if _, _, err := SegmentFrom(hdr, super, want+1, all, allSizes); !errors.Is(err, ErrShortBuffer) {
+			if _, _, err := SegmentFrom(hdr, super, want+1, many, manySizes); !errors.Is(err, ErrShortBuffer) {
 				t.Fatalf("SegmentFrom beyond the end: %v", err)
 			}
 		})
