@@ -3,7 +3,6 @@ package calibrate
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +18,7 @@ import (
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.Unavailable(t, "needs root (network namespaces)")
-	}
+	testsupport.RequireRoot(t, "needs root (network namespaces)")
 	if testing.Short() {
 		t.Skip("namespace test skipped in -short mode")
 	}

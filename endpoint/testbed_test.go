@@ -92,9 +92,7 @@ type testbedRig struct {
 
 func newTestbedRig(t testing.TB, link string) *testbedRig {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.Unavailable(t, "needs root (network namespaces)")
-	}
+	testsupport.RequireRoot(t, "needs root (network namespaces)")
 	if testing.Short() {
 		t.Skip("testbed test skipped in -short mode")
 	}

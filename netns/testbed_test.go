@@ -29,9 +29,7 @@ import (
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.Unavailable(t, "needs root (network namespaces and TUN devices)")
-	}
+	testsupport.RequireRoot(t, "needs root (network namespaces and TUN devices)")
 }
 
 func mustLink(t testing.TB, s string) spec.Link {

@@ -2,7 +2,6 @@ package tun
 
 import (
 	"net"
-	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,9 +15,7 @@ import (
 // the thread is discarded afterwards.
 func inFreshNetNS(t *testing.T, fn func() error) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		testsupport.Unavailable(t, "needs root")
-	}
+	testsupport.RequireRoot(t, "needs root")
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine

@@ -23,6 +23,15 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf(format, args...)
 }
 
+// RequireRoot ends the test through Unavailable, saying reason ("needs
+// root (network namespaces)"), unless the process runs as root.
+func RequireRoot(t testing.TB, reason string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Unavailable(t, "%s", reason)
+	}
+}
+
 // RepoRoot returns the directory of the module's go.mod, found by walking up
 // from the test's working directory (its package directory).
 func RepoRoot(t testing.TB) string {
