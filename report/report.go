@@ -248,15 +248,15 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 				pg.Verdicts = append(pg.Verdicts, verdictRow{
 					Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c),
 					MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff),
-					P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
-					Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
+					P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
+					Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP),
 					Verdict: c.Text(), Class: verdictClass(c),
 				})
 				if f := c.Failures; f.Differs {
 					pg.Verdicts = append(pg.Verdicts, verdictRow{
 						Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c) + ", failures as worst",
-						MedA: "–", MedB: "–", Rel: "–", P: pval(f.WorstP), Cliff: "–", Rule: "–",
-						Family: familyText(c), Method: f.Worst.Label(), MinP: pval(f.WorstMinP),
+						MedA: "–", MedB: "–", Rel: "–", P: stats.FormatP(f.WorstP), Cliff: "–", Rule: "–",
+						Family: familyText(c), Method: f.Worst.Label(), MinP: stats.FormatP(f.WorstMinP),
 						Verdict: c.WorstText(), Class: worstClass(c), Worst: true,
 					})
 				}

@@ -296,8 +296,8 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
 			}
 			tv.Comparisons = append(tv.Comparisons, cmpRow{Group: g.Label(), Pair: pairName(c),
 				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired, HL: hl,
-				PWelch: pval(c.PWelch), P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
-				Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
+				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
+				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP),
 				Verdict: c.Text(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
 		}
 	}
@@ -310,7 +310,7 @@ func worstText(c *stats.Comparison) string {
 	if !f.Differs {
 		return ""
 	}
-	return fmt.Sprintf("with failures as worst: %s (%s, p %s, min p %s)", c.WorstText(), f.Worst.Label(), pval(f.WorstP), pval(f.WorstMinP))
+	return fmt.Sprintf("with failures as worst: %s (%s, p %s, min p %s)", c.WorstText(), f.Worst.Label(), stats.FormatP(f.WorstP), stats.FormatP(f.WorstMinP))
 }
 
 func signed(v float64) string {

@@ -83,11 +83,11 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 					row[k] = ""
 				}
 			}
-			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), pval(cmp.P),
+			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), stats.FormatP(cmp.P),
 				termSafe(familyText(cmp)), cmp.Test.Label(), termSafe(cmp.Text()), termSafe(ruleText(cmp, c))))
 			if f := cmp.Failures; f.Differs {
 				blank := make([]string, len(row))
-				rows = append(rows, append(blank, "  failures as worst", "", pval(f.WorstP),
+				rows = append(rows, append(blank, "  failures as worst", "", stats.FormatP(f.WorstP),
 					termSafe(familyText(cmp)), f.Worst.Label(), termSafe(cmp.WorstText()), ""))
 			}
 		}
