@@ -126,16 +126,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 			tv.Failed += len(cs.Failed)
 		}
 	}
-	var protos []string
-	for _, g := range t.Groups {
-		for _, cs := range g.Cells {
-			if !slices.Contains(protos, cs.Cell.Protocol) {
-				protos = append(protos, cs.Cell.Protocol)
-			}
-		}
-	}
-	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
-	tv.Legend = swatches(protos)
+	tv.Legend = swatches(testProtocols(t))
 	tablesFor(tv, t, an.Config)
 	heatmaps(tv, t, opts)
 	bars(tv, t)
@@ -339,15 +330,7 @@ func multiline(label string) string {
 // bars draws study A's bar charts: per configuration and protocol, the mean
 // with its 95% CI and the median, eight configurations per chart.
 func bars(tv *testView, t *stats.TestSet) {
-	var protos []string
-	for _, g := range t.Groups {
-		for _, cs := range g.Cells {
-			if !slices.Contains(protos, cs.Cell.Protocol) {
-				protos = append(protos, cs.Cell.Protocol)
-			}
-		}
-	}
-	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
+	protos := testProtocols(t)
 	const per = 8
 	for start := 0; start < len(t.Groups); start += per {
 		gs := t.Groups[start:min(start+per, len(t.Groups))]
