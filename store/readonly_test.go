@@ -36,15 +36,7 @@ func sameFile(t *testing.T, path string, want []byte, wal bool) {
 // A database that is not quicbench's is refused by every kind of open
 // without a byte of it changed: in particular not switched to WAL first.
 func TestForeignDatabaseLeftUntouched(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "other.db")
-	other, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	other.Close()
+	path := foreignDatabase(t)
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -65,19 +57,7 @@ func TestForeignDatabaseLeftUntouched(t *testing.T) {
 // A read-only open reads a current database without writing to it, and
 // refuses writes.
 func TestOpenReadOnlyWritesNothing(t *testing.T) {
-	db, path := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
-	s := fullSample(cells[0].ID, 0, 3)
-	if err := db.InsertSample(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path, r, cells := closedWithOneSample(t)
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -112,19 +92,7 @@ func TestOpenReadOnlyWritesNothing(t *testing.T) {
 // its data load, the file keeps its version and bytes, and the copy is
 // gone after Close.
 func TestOpenReadOnlyOlderSchema(t *testing.T) {
-	db, srcPath := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
-	s := fullSample(cells[0].ID, 0, 3)
-	if err := db.InsertSample(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	srcPath, r, _ := closedWithOneSample(t)
 	old := oldDatabase(t, srcPath, 1)
 	before, err := os.ReadFile(old)
 	if err != nil {
