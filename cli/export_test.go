@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"os"
@@ -13,14 +12,6 @@ import (
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/store"
 )
-
-func runExportCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Args: args, Getenv: func(string) string { return "" }}
-	code = Run(context.Background(), env)
-	return code, out.String(), errb.String()
-}
 
 // exportDB writes a small results database: one run, two cells, two samples.
 func exportDB(t *testing.T) (string, int64) {
@@ -55,7 +46,7 @@ func exportDB(t *testing.T) (string, int64) {
 
 func TestExportCommand(t *testing.T) {
 	path, _ := exportDB(t)
-	code, out, errs := runExportCLI(t, "export", path)
+	code, out, errs := runCLI(t, "export", path)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -81,7 +72,7 @@ func TestExportCommand(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	code, out, errs = runExportCLI(t, "export", path, "--format", "parquet", "--table", "samples,cells", "--run", "1", "-o", dir)
+	code, out, errs = runCLI(t, "export", path, "--format", "parquet", "--table", "samples,cells", "--run", "1", "-o", dir)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -110,7 +101,7 @@ func TestExportCommandBadInput(t *testing.T) {
 		{[]string{"export", filepath.Join(t.TempDir(), "nope.db")}, "no such database file"},
 	}
 	for _, c := range cases {
-		code, out, errs := runExportCLI(t, c.args...)
+		code, out, errs := runCLI(t, c.args...)
 		if code != ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, ExitUsage, c.want)
 		}

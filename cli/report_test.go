@@ -13,15 +13,13 @@ import (
 	"github.com/quicbench/quicbench/store"
 )
 
+// reportCLI is runCLI in dir (the test's directory when dir is empty).
 func reportCLI(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Args: args, Getenv: func(string) string { return "" }}
 	if dir != "" {
 		t.Chdir(dir)
 	}
-	code = Run(context.Background(), env)
-	return code, out.String(), errb.String()
+	return runCLI(t, args...)
 }
 
 // reportDB writes a results database with two runs of one download cell
