@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -538,15 +539,8 @@ func streamCharts(g *stats.Group) (chartGroup, bool) {
 					pts = append(pts, plotter.XY{X: float64(p.T) / 1e6, Y: p.V})
 				}
 			}
-			slices.SortStableFunc(pts, func(a, b plotter.XY) int {
-				switch {
-				case a.X < b.X:
-					return -1
-				case a.X > b.X:
-					return 1
-				}
-				return 0
-			})
+			// X is a whole number of nanoseconds in ms: never NaN.
+			slices.SortStableFunc(pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 			lines = append(lines, lineSeries{name: fmt.Sprintf("%s (iteration %d)", cs.Cell.Protocol, s.Iteration),
 				color: protoColor(cs.Cell.Protocol), pts: pts, points: true})
 		}
@@ -615,15 +609,7 @@ func waterfallCharts(g *stats.Group) (chartGroup, bool) {
 func waterfallFor(cs *stats.CellStats, s *model.Sample, xmax float64) chart {
 	const limit = 80
 	res := slices.Clone(s.Resources)
-	slices.SortStableFunc(res, func(a, b model.Resource) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(res, func(a, b model.Resource) int { return cmp.Compare(a.Start, b.Start) })
 	caption := "Light: waiting (start to first byte); dark: receiving (first byte to end)."
 	if len(res) > limit {
 		caption += fmt.Sprintf(" First %d of %d resources.", limit, len(res))
