@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/model"
 )
 
 // sameFile fails the test if the file at path no longer holds want, or if a
@@ -31,6 +33,25 @@ func sameFile(t *testing.T, path string, want []byte, wal bool) {
 			t.Errorf("%s%s (%d bytes) appeared beside the file", filepath.Base(path), suffix, st.Size())
 		}
 	}
+}
+
+// readOnlyDataset reads the bytes of the database at path, then opens it
+// read-only and loads run id from it.
+func readOnlyDataset(t *testing.T, path string, id int64) ([]byte, *DB, *model.Dataset) {
+	t.Helper()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := OpenReadOnly(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ro.LoadDataset(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return before, ro, ds
 }
 
 // A database that is not quicbench's is refused by every kind of open
@@ -58,18 +79,7 @@ func TestForeignDatabaseLeftUntouched(t *testing.T) {
 // refuses writes.
 func TestOpenReadOnlyWritesNothing(t *testing.T) {
 	path, r, cells := closedWithOneSample(t)
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ro.LoadDataset(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, ro, ds := readOnlyDataset(t, path, r.ID)
 	if len(ds.Samples) != 1 {
 		t.Fatalf("read %d samples, want 1", len(ds.Samples))
 	}
@@ -94,18 +104,7 @@ func TestOpenReadOnlyWritesNothing(t *testing.T) {
 func TestOpenReadOnlyOlderSchema(t *testing.T) {
 	srcPath, r, _ := closedWithOneSample(t)
 	old := oldDatabase(t, srcPath, 1)
-	before, err := os.ReadFile(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenReadOnly(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ro.LoadDataset(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, ro, ds := readOnlyDataset(t, old, r.ID)
 	if len(ds.Samples) != 1 || ds.Samples[0].Iteration != 0 {
 		t.Fatalf("read %+v, want the one sample", ds.Samples)
 	}
