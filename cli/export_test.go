@@ -13,34 +13,43 @@ import (
 	"github.com/quicbench/quicbench/store"
 )
 
-// exportDB writes a small results database: one run, two cells, two samples.
-func exportDB(t *testing.T) (string, int64) {
+// writeResultsDB creates results.db in a temporary directory, lets fill
+// write to it, closes it and returns its path.
+func writeResultsDB(t *testing.T, fill func(ctx context.Context, db *store.DB)) string {
 	t.Helper()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "results.db")
 	db, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	fill(context.Background(), db)
+	return path
+}
+
+// exportDB writes a small results database: one run, two cells, two samples.
+func exportDB(t *testing.T) (string, int64) {
+	t.Helper()
 	run := model.Run{PlanName: "quick", PlanText: "name: quick\n", PlanHash: "ab", Seed: 1, Started: time.Unix(1, 0)}
-	if err := db.CreateRun(ctx, &run); err != nil {
-		t.Fatal(err)
-	}
-	cells := []model.Cell{
-		{Key: "a/h2", Group: "a", Test: "ttfb", Protocol: model.ProtoH2, Metric: "ttfb_ms", Iterations: 1},
-		{Key: "a/h3", Group: "a", Test: "ttfb", Protocol: model.ProtoH3, Metric: "ttfb_ms", Iterations: 1},
-	}
-	if err := db.InsertCells(ctx, run.ID, cells); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cells {
-		s := model.Sample{CellID: c.ID, Status: model.StatusOK, Value: float64(40 + i),
-			Metrics: map[string]float64{"ttfb_ms": float64(40 + i)}}
-		if err := db.InsertSample(ctx, &s); err != nil {
+	path := writeResultsDB(t, func(ctx context.Context, db *store.DB) {
+		if err := db.CreateRun(ctx, &run); err != nil {
 			t.Fatal(err)
 		}
-	}
+		cells := []model.Cell{
+			{Key: "a/h2", Group: "a", Test: "ttfb", Protocol: model.ProtoH2, Metric: "ttfb_ms", Iterations: 1},
+			{Key: "a/h3", Group: "a", Test: "ttfb", Protocol: model.ProtoH3, Metric: "ttfb_ms", Iterations: 1},
+		}
+		if err := db.InsertCells(ctx, run.ID, cells); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cells {
+			s := model.Sample{CellID: c.ID, Status: model.StatusOK, Value: float64(40 + i),
+				Metrics: map[string]float64{"ttfb_ms": float64(40 + i)}}
+			if err := db.InsertSample(ctx, &s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	return path, run.ID
 }
 
