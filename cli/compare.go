@@ -32,13 +32,7 @@ the two paths may be the same database. The HTML goes to compare.html in the
 current directory unless -o says otherwise; --text prints a terminal summary.`,
 		Example: `  quicbench compare before.db after.db
   quicbench compare results.db results.db --run-a 1 --run-b 2 --text`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return Usage(fmt.Errorf("compare takes two results databases, got %d arguments", len(args)),
-					"quicbench compare A.db B.db [-o compare.html] [--text]")
-			}
-			return nil
-		},
+		Args: exactArgs(2, "compare takes two results databases", "quicbench compare A.db B.db [-o compare.html] [--text]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := f.options()
 			if err != nil {

@@ -33,13 +33,7 @@ or DuckDB in one line.`,
 		Example: `  quicbench export results.db
   quicbench export results.db --format parquet -o analysis/
   quicbench export results.db --format jsonl --table samples --run 2`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return Usage(fmt.Errorf("export takes one results database, got %d arguments", len(args)),
-					"quicbench export RESULTS.db [--format csv|jsonl|parquet]")
-			}
-			return nil
-		},
+		Args: exactArgs(1, "export takes one results database", "quicbench export RESULTS.db [--format csv|jsonl|parquet]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !slices.Contains(store.Formats, format) {
 				return Usage(fmt.Errorf("unknown format %q", format), "formats: "+strings.Join(store.Formats, ", "))

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"os"
@@ -14,48 +13,49 @@ import (
 	"github.com/quicbench/quicbench/store"
 )
 
-func runExportCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+// writeResultsDB creates results.db in a temporary directory, lets fill
+// write to it, closes it and returns its path.
+func writeResultsDB(t *testing.T, fill func(ctx context.Context, db *store.DB)) string {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Args: args, Getenv: func(string) string { return "" }}
-	code = Run(context.Background(), env)
-	return code, out.String(), errb.String()
-}
-
-// exportDB writes a small results database: one run, two cells, two samples.
-func exportDB(t *testing.T) (string, int64) {
-	t.Helper()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "results.db")
 	db, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	fill(context.Background(), db)
+	return path
+}
+
+// exportDB writes a small results database: one run, two cells, two samples.
+func exportDB(t *testing.T) (string, int64) {
+	t.Helper()
 	run := model.Run{PlanName: "quick", PlanText: "name: quick\n", PlanHash: "ab", Seed: 1, Started: time.Unix(1, 0)}
-	if err := db.CreateRun(ctx, &run); err != nil {
-		t.Fatal(err)
-	}
-	cells := []model.Cell{
-		{Key: "a/h2", Group: "a", Test: "ttfb", Protocol: model.ProtoH2, Metric: "ttfb_ms", Iterations: 1},
-		{Key: "a/h3", Group: "a", Test: "ttfb", Protocol: model.ProtoH3, Metric: "ttfb_ms", Iterations: 1},
-	}
-	if err := db.InsertCells(ctx, run.ID, cells); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cells {
-		s := model.Sample{CellID: c.ID, Status: model.StatusOK, Value: float64(40 + i),
-			Metrics: map[string]float64{"ttfb_ms": float64(40 + i)}}
-		if err := db.InsertSample(ctx, &s); err != nil {
+	path := writeResultsDB(t, func(ctx context.Context, db *store.DB) {
+		if err := db.CreateRun(ctx, &run); err != nil {
 			t.Fatal(err)
 		}
-	}
+		cells := []model.Cell{
+			{Key: "a/h2", Group: "a", Test: "ttfb", Protocol: model.ProtoH2, Metric: "ttfb_ms", Iterations: 1},
+			{Key: "a/h3", Group: "a", Test: "ttfb", Protocol: model.ProtoH3, Metric: "ttfb_ms", Iterations: 1},
+		}
+		if err := db.InsertCells(ctx, run.ID, cells); err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range cells {
+			s := model.Sample{CellID: c.ID, Status: model.StatusOK, Value: float64(40 + i),
+				Metrics: map[string]float64{"ttfb_ms": float64(40 + i)}}
+			if err := db.InsertSample(ctx, &s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	return path, run.ID
 }
 
 func TestExportCommand(t *testing.T) {
 	path, _ := exportDB(t)
-	code, out, errs := runExportCLI(t, "export", path)
+	code, out, errs := runCLI(t, "export", path)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -81,7 +81,7 @@ func TestExportCommand(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	code, out, errs = runExportCLI(t, "export", path, "--format", "parquet", "--table", "samples,cells", "--run", "1", "-o", dir)
+	code, out, errs = runCLI(t, "export", path, "--format", "parquet", "--table", "samples,cells", "--run", "1", "-o", dir)
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -110,7 +110,7 @@ func TestExportCommandBadInput(t *testing.T) {
 		{[]string{"export", filepath.Join(t.TempDir(), "nope.db")}, "no such database file"},
 	}
 	for _, c := range cases {
-		code, out, errs := runExportCLI(t, c.args...)
+		code, out, errs := runCLI(t, c.args...)
 		if code != ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, ExitUsage, c.want)
 		}

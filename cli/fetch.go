@@ -125,9 +125,9 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 				}
 			}
 			if keyLog != "" {
-				f, err := os.OpenFile(keyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				f, err := openKeyLog(keyLog)
 				if err != nil {
-					return Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
+					return err
 				}
 				defer f.Close()
 				spec.KeyLog = f

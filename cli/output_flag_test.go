@@ -70,7 +70,7 @@ func TestOutputFlagOldSpellingEndToEnd(t *testing.T) {
 
 	epath, _ := exportDB(t)
 	dir := t.TempDir()
-	code, out, errs := runExportCLI(t, "export", epath, "--table", "runs", "--out", dir)
+	code, out, errs := runCLI(t, "export", epath, "--table", "runs", "--out", dir)
 	if code != ExitOK || strings.TrimSpace(out) != filepath.Join(dir, "runs.csv") {
 		t.Fatalf("export --out: exit %d, printed %q: %s", code, out, errs)
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/quicbench/quicbench/plan"
 )
 
+// runCLI runs the command line args in-process with an empty stdin and
+// environment and returns its exit code and output.
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer

@@ -102,13 +102,7 @@ the terminal summary instead.`,
 		Example: `  quicbench report results.db
   quicbench report results.db -o report.html --run 2
   quicbench report results.db --text`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return Usage(fmt.Errorf("report takes one results database, got %d arguments", len(args)),
-					"quicbench report RESULTS.db [-o report.html] [--text] [--run ID]")
-			}
-			return nil
-		},
+		Args: exactArgs(1, "report takes one results database", "quicbench report RESULTS.db [-o report.html] [--text] [--run ID]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := f.options()
 			if err != nil {
@@ -241,4 +235,16 @@ func writeOutput(env *Env, path string, write func(io.Writer) error) error {
 	}
 	fmt.Fprintln(env.Stdout, path)
 	return nil
+}
+
+// exactArgs returns a check that a command got n arguments; otherwise it
+// returns a usage error that says what the command takes (want, such as
+// "report takes one results database"), how many it got, and hint.
+func exactArgs(n int, want, hint string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return Usage(fmt.Errorf("%s, got %d arguments", want, len(args)), hint)
+		}
+		return nil
+	}
 }

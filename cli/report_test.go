@@ -13,15 +13,13 @@ import (
 	"github.com/quicbench/quicbench/store"
 )
 
+// reportCLI is runCLI in dir (the test's directory when dir is empty).
 func reportCLI(t *testing.T, dir string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Args: args, Getenv: func(string) string { return "" }}
 	if dir != "" {
 		t.Chdir(dir)
 	}
-	code = Run(context.Background(), env)
-	return code, out.String(), errb.String()
+	return runCLI(t, args...)
 }
 
 // reportDB writes a results database with two runs of one download cell
@@ -29,51 +27,45 @@ func reportCLI(t *testing.T, dir string, args ...string) (code int, stdout, stde
 // browser version, run 2 none; both have a run-level warning.
 func reportDB(t *testing.T) string {
 	t.Helper()
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	db, err := store.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for r, h3 := range []float64{0.7, 1.0} {
-		run := model.Run{PlanName: "quick", PlanText: "name: quick\n", PlanHash: "ab", Seed: 3,
-			Started: time.Date(2025, 1, 1, 0, r, 0, 0, time.UTC), Status: "complete"}
-		if err := db.CreateRun(ctx, &run); err != nil {
-			t.Fatal(err)
-		}
-		cells := []model.Cell{
-			{Key: "loss-2/download/h2/builtin/cubic", Group: "loss-2/download/builtin/cubic", Scenario: "loss-2", Test: "download",
-				Protocol: model.ProtoH2, Client: "builtin", CC: "cubic", Metric: "time_ms", Unit: "ms", Iterations: 12},
-			{Key: "loss-2/download/h3/builtin/cubic", Group: "loss-2/download/builtin/cubic", Scenario: "loss-2", Test: "download",
-				Protocol: model.ProtoH3, Client: "builtin", CC: "cubic", Metric: "time_ms", Unit: "ms", Iterations: 12},
-		}
-		if err := db.InsertCells(ctx, run.ID, cells); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 12 {
-			for k, c := range cells {
-				v := 200 + float64(i%5)*4
-				if k == 1 {
-					v *= h3
+	return writeResultsDB(t, func(ctx context.Context, db *store.DB) {
+		for r, h3 := range []float64{0.7, 1.0} {
+			run := model.Run{PlanName: "quick", PlanText: "name: quick\n", PlanHash: "ab", Seed: 3,
+				Started: time.Date(2025, 1, 1, 0, r, 0, 0, time.UTC), Status: "complete"}
+			if err := db.CreateRun(ctx, &run); err != nil {
+				t.Fatal(err)
+			}
+			cells := []model.Cell{
+				{Key: "loss-2/download/h2/builtin/cubic", Group: "loss-2/download/builtin/cubic", Scenario: "loss-2", Test: "download",
+					Protocol: model.ProtoH2, Client: "builtin", CC: "cubic", Metric: "time_ms", Unit: "ms", Iterations: 12},
+				{Key: "loss-2/download/h3/builtin/cubic", Group: "loss-2/download/builtin/cubic", Scenario: "loss-2", Test: "download",
+					Protocol: model.ProtoH3, Client: "builtin", CC: "cubic", Metric: "time_ms", Unit: "ms", Iterations: 12},
+			}
+			if err := db.InsertCells(ctx, run.ID, cells); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 12 {
+				for k, c := range cells {
+					v := 200 + float64(i%5)*4
+					if k == 1 {
+						v *= h3
+					}
+					s := model.Sample{CellID: c.ID, Iteration: i, Seed: uint64(i + 1), Order: k, Status: model.StatusOK, Value: v,
+						Metrics: map[string]float64{"time_ms": v}}
+					if err := db.InsertSample(ctx, &s); err != nil {
+						t.Fatal(err)
+					}
 				}
-				s := model.Sample{CellID: c.ID, Iteration: i, Seed: uint64(i + 1), Order: k, Status: model.StatusOK, Value: v,
-					Metrics: map[string]float64{"time_ms": v}}
-				if err := db.InsertSample(ctx, &s); err != nil {
+			}
+			if err := db.AddRunWarning(ctx, run.ID, "machine has only 2 CPUs"); err != nil {
+				t.Fatal(err)
+			}
+			if r == 0 {
+				if err := db.SetRunBrowser(ctx, run.ID, "Chrome/156.0.8078.79"); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if err := db.AddRunWarning(ctx, run.ID, "machine has only 2 CPUs"); err != nil {
-			t.Fatal(err)
-		}
-		if r == 0 {
-			if err := db.SetRunBrowser(ctx, run.ID, "Chrome/156.0.8078.79"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return path
+	})
 }
 
 func TestReportCommandHTML(t *testing.T) {

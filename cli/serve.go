@@ -108,9 +108,9 @@ It exits at the end of stdin. This is how quicbench run drives it.`,
 				cfg.Certificate = &cert
 			}
 			if keyLog != "" {
-				f, err := os.OpenFile(keyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				f, err := openKeyLog(keyLog)
 				if err != nil {
-					return Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
+					return err
 				}
 				defer f.Close()
 				cfg.KeyLog = f
@@ -197,4 +197,15 @@ func printServerInfo(w io.Writer, srv *endpoint.Server, caOut string) {
 	}
 	fmt.Fprintf(w, "  Chromium: --ignore-certificate-errors-spki-list=%s --origin-to-force-quic-on=%s\n",
 		info.SPKI, net.JoinHostPort(origin, strconv.Itoa(info.Port)))
+}
+
+// openKeyLog opens path, the --keylog file, to append TLS secrets to,
+// creating it readable by its owner only; failing that, it returns a usage
+// error.
+func openKeyLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
+	}
+	return f, nil
 }

@@ -139,11 +139,18 @@ func TestTestbedUpExecListDown(t *testing.T) {
 	if first.Event != "up" || first.Name != name || first.Sysctls["net.ipv4.tcp_no_metrics_save"] != "1" || last.Event != "down" || last.UpCount == nil {
 		t.Fatalf("events %+v / %+v", first, last)
 	}
+	requireTestbedGone(t, name, "testbed down")
+}
+
+// requireTestbedGone fails t if testbed name left its client namespace or
+// its state behind after what.
+func requireTestbedGone(t *testing.T, name, what string) {
+	t.Helper()
 	if qbNamespaces()[netns.Prefix+name+"-c"] {
-		t.Fatal("namespace left after testbed down")
+		t.Fatalf("namespace left after %s", what)
 	}
 	if _, err := netns.Lookup(name); !errors.Is(err, netns.ErrNotFound) {
-		t.Fatalf("state left after testbed down: %v", err)
+		t.Fatalf("state left after %s: %v", what, err)
 	}
 }
 
@@ -193,12 +200,7 @@ func TestEmulateRunsCommandBehindLink(t *testing.T) {
 	if !strings.Contains(errout, "server address "+fields[0]) {
 		t.Fatalf("stderr does not print the server address %s: %q", fields[0], errout)
 	}
-	if qbNamespaces()[netns.Prefix+name+"-c"] {
-		t.Fatal("emulate left its namespace")
-	}
-	if _, err := netns.Lookup(name); !errors.Is(err, netns.ErrNotFound) {
-		t.Fatalf("emulate left state: %v", err)
-	}
+	requireTestbedGone(t, name, "emulate")
 }
 
 func TestCleanupCommand(t *testing.T) {

@@ -55,6 +55,16 @@ func editFixture(t *testing.T, name string, edit func(m map[string]any)) []byte 
 	return b
 }
 
+// parseEdited parses a fixture after edit changed it (editFixture).
+func parseEdited(t *testing.T, name string, edit func(m map[string]any)) *Report {
+	t.Helper()
+	r, err := Parse(editFixture(t, name, edit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func audit(m map[string]any, id string) map[string]any {
 	return m["audits"].(map[string]any)[id].(map[string]any)
 }
@@ -412,14 +422,10 @@ func TestSlowLoadFixture(t *testing.T) {
 
 // A complete report with the slow-load warning added to its runWarnings.
 func TestCheckSyntheticSlowLoad(t *testing.T) {
-	data := editFixture(t, "b-h2.json", func(m map[string]any) {
+	r := parseEdited(t, "b-h2.json", func(m map[string]any) {
 		m["runWarnings"] = []any{"The page loaded too slowly to finish within the time limit. Results may be incomplete."}
 	})
-	r, err := Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = r.Check()
+	err := r.Check()
 	var ie *IncompleteError
 	if !errors.As(err, &ie) || !strings.Contains(ie.Reason, "loaded too slowly") {
 		t.Fatalf("Check = %v, want *IncompleteError for the slow load", err)
@@ -442,15 +448,11 @@ func TestCheckMissingMetric(t *testing.T) {
 		{"numericValue", "audit largest-contentful-paint has no numericValue: NO_LCP"},
 		{"score", "audit largest-contentful-paint has no score: NO_LCP"},
 	} {
-		data := editFixture(t, "b-h1.json", func(m map[string]any) {
+		r := parseEdited(t, "b-h1.json", func(m map[string]any) {
 			a := audit(m, AuditLCP)
 			a[c.field] = nil
 			a["errorMessage"] = "NO_LCP"
 		})
-		r, err := Parse(data)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var ie *IncompleteError
 		if err := r.Check(); !errors.As(err, &ie) || ie.Reason != c.reason {
 			t.Errorf("%s null: Check = %v, want reason %q", c.field, err, c.reason)
@@ -460,13 +462,9 @@ func TestCheckMissingMetric(t *testing.T) {
 		}
 	}
 	// No requests at all.
-	data := editFixture(t, "b-h1.json", func(m map[string]any) {
+	r := parseEdited(t, "b-h1.json", func(m map[string]any) {
 		delete(audit(m, auditNetworkRequests), "details")
 	})
-	r, err := Parse(data)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ie *IncompleteError
 	if err := r.Check(); !errors.As(err, &ie) || ie.Reason != "no network requests" {
 		t.Errorf("no requests: Check = %v", err)

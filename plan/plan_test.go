@@ -22,6 +22,13 @@ func mustParse(t *testing.T, text string) *Plan {
 	return p
 }
 
+// mustParseH3 parses a plan of one scenario, a, over h3 whose tests are
+// tests: the items of its tests list, in YAML.
+func mustParseH3(t *testing.T, tests string) *Plan {
+	t.Helper()
+	return mustParse(t, "protocols: [h3]\nscenarios: [{name: a}]\ntests:"+tests)
+}
+
 // keysOf returns the keys of cells, in order.
 func keysOf(cells []model.Cell) []string {
 	var keys []string
@@ -64,10 +71,7 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestAliases(t *testing.T) {
-	p := mustParse(t, `
-protocols: [h3]
-scenarios: [{name: a}]
-tests:
+	p := mustParseH3(t, `
   - test: download
     params: {size: &s [1KB, 2KB]}
   - test: upload
@@ -433,15 +437,7 @@ tests:
     iterations: 3
 `, `plan.yaml:5:5: tests[1]: merge keys (<<) are not supported; repeat the fields (allowed: test, iterations, warmup, protocols, client, timeout, scenarios, params)
 plan.yaml:5:5: tests[1]: missing test (allowed: latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu)`},
-		{"too many cells", `
-scenarios:
-  - grid:
-      rate: [1mbit, 2mbit, 3mbit, 4mbit, 5mbit, 6mbit, 7mbit, 8mbit, 9mbit, 10mbit]
-      delay: [1ms, 2ms, 3ms, 4ms, 5ms, 6ms, 7ms, 8ms, 9ms, 10ms]
-      loss: ["1%", "2%", "3%", "4%", "5%", "6%", "7%", "8%", "9%", "10%"]
-tests:
-  - test: download
-    params: {size: [1KB, 2KB, 3KB, 4KB, 5KB, 6KB, 7KB, 8KB, 9KB, 10KB, 11KB, 12KB, 13KB, 14KB, 15KB, 16KB, 17KB, 18KB, 19KB, 20KB, 21KB, 22KB, 23KB, 24KB, 25KB, 26KB, 27KB, 28KB, 29KB, 30KB, 31KB, 32KB, 33KB, 34KB]}
+		{"too many cells", grid1000 + `    params: {size: [1KB, 2KB, 3KB, 4KB, 5KB, 6KB, 7KB, 8KB, 9KB, 10KB, 11KB, 12KB, 13KB, 14KB, 15KB, 16KB, 17KB, 18KB, 19KB, 20KB, 21KB, 22KB, 23KB, 24KB, 25KB, 26KB, 27KB, 28KB, 29KB, 30KB, 31KB, 32KB, 33KB, 34KB]}
 `, `plan.yaml:8:5: tests[0]: the plan expands to more than 100000 cells; split it into several plans`},
 	}
 	for _, c := range cases {
@@ -574,7 +570,7 @@ tests: [{test: page}]
 }
 
 func TestHash(t *testing.T) {
-	base := mustParse(t, `
+	const baseText = `
 name: one
 seed: 7
 protocols: [h2, h3]
@@ -584,7 +580,8 @@ scenarios:
 tests:
   - test: download
     params: {size: 1MB}
-`)
+`
+	base := mustParse(t, baseText)
 	// Pinned: the hash must not change between versions for the same plan,
 	// or runs could not be resumed after an upgrade. Update deliberately.
 	const pinned = "3fc239fdf924a5caff84b74c0253aad4afc9e94e5e3871f8500cc591b81a4192"
@@ -613,17 +610,7 @@ description: something else
 		"cc":         "cc: bbr",
 	}
 	for what, line := range changes {
-		text := strings.Replace(`
-name: one
-seed: 7
-protocols: [h2, h3]
-scenarios:
-  - name: a
-    link: delay 10ms loss 1%
-tests:
-  - test: download
-    params: {size: 1MB}
-`, "seed: 7\nprotocols: [h2, h3]", "seed: 7\nprotocols: [h2, h3]\n"+line, 1)
+		text := strings.Replace(baseText, "seed: 7\nprotocols: [h2, h3]", "seed: 7\nprotocols: [h2, h3]\n"+line, 1)
 		if what == "seed" || what == "protocol" {
 			text = strings.Replace(text, "seed: 7\n", "", 1)
 			if what == "protocol" {
@@ -740,10 +727,7 @@ tests:
 }
 
 func TestCellParams(t *testing.T) {
-	p := mustParse(t, `
-protocols: [h3]
-scenarios: [{name: a}]
-tests:
+	p := mustParseH3(t, `
   - test: stream
     params: {segments: 30, interval: 1.5s, size: 1MiB}
   - test: latency
@@ -908,10 +892,7 @@ tests:
 }
 
 func TestQuickKeepsPartialEntries(t *testing.T) {
-	p := mustParse(t, `
-protocols: [h3]
-scenarios: [{name: a}]
-tests:
+	p := mustParseH3(t, `
   - test: download
     params: {size: 1MB}
   - test: download
@@ -1019,9 +1000,9 @@ func BenchmarkParseBuiltins(b *testing.B) {
 	}
 }
 
-// A 10 x 10 x 10 grid (1000 scenarios) x 10 sizes x 3 protocols = 30,000 cells.
-func BenchmarkParseLargeGrid(b *testing.B) {
-	text := []byte(`
+// grid1000 is the start of a plan of a 10 x 10 x 10 grid (1000 scenarios)
+// and one download test, whose params follow.
+const grid1000 = `
 scenarios:
   - grid:
       rate: [1mbit, 2mbit, 3mbit, 4mbit, 5mbit, 6mbit, 7mbit, 8mbit, 9mbit, 10mbit]
@@ -1029,7 +1010,11 @@ scenarios:
       loss: ["1%", "2%", "3%", "4%", "5%", "6%", "7%", "8%", "9%", "10%"]
 tests:
   - test: download
-    params: {size: [1KB, 2KB, 3KB, 4KB, 5KB, 6KB, 7KB, 8KB, 9KB, 10KB]}
+`
+
+// A 10 x 10 x 10 grid (1000 scenarios) x 10 sizes x 3 protocols = 30,000 cells.
+func BenchmarkParseLargeGrid(b *testing.B) {
+	text := []byte(grid1000 + `    params: {size: [1KB, 2KB, 3KB, 4KB, 5KB, 6KB, 7KB, 8KB, 9KB, 10KB]}
 `)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -214,7 +214,7 @@ func CompareText(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 			proto += " (" + m.a.Cell.CC + " -> " + m.b.Cell.CC + ")"
 		}
 		rows = append(rows, []string{termSafe(c.Test), termSafe(cellLabel(c)), termSafe(proto),
-			num(m.a.Summary.Median), num(m.b.Summary.Median), pct(m.cmp.RelDiff), pval(m.cmp.P), m.cmp.Test.Label(), crossText(m.cmp)})
+			num(m.a.Summary.Median), num(m.b.Summary.Median), pct(m.cmp.RelDiff), stats.FormatP(m.cmp.P), m.cmp.Test.Label(), crossText(m.cmp)})
 	}
 	table(ew, rows)
 	if len(d.pairs) > 0 {
@@ -421,7 +421,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 		row := compareRow{Test: c.Test, Group: cellLabel(c), Proto: c.Protocol,
 			MedA: num(m.a.Summary.Median), MedACI: interval(m.a.Summary.MedianCI), NA: m.a.Summary.N,
 			MedB: num(m.b.Summary.Median), MedBCI: interval(m.b.Summary.MedianCI), NB: m.b.Summary.N,
-			Change: pct(m.cmp.RelDiff), Paired: paired, P: pval(m.cmp.P), Method: m.cmp.Test.Label(), MinP: pval(m.cmp.MinP), Cliff: cliff(m.cmp.Cliff, m.cmp.Magnitude),
+			Change: pct(m.cmp.RelDiff), Paired: paired, P: stats.FormatP(m.cmp.P), Method: m.cmp.Test.Label(), MinP: stats.FormatP(m.cmp.MinP), Cliff: cliff(m.cmp.Cliff, m.cmp.Magnitude),
 			Verdict: crossText(m.cmp), Class: crossClass(m.cmp), Loose: m.loose,
 			RetrA: count(m.a.Transport.Retransmits), RetrB: count(m.b.Transport.Retransmits),
 			RTTA: num(m.a.Transport.SmoothedRTTms), RTTB: num(m.b.Transport.SmoothedRTTms)}

@@ -50,19 +50,6 @@ func pct(r float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*r)
 }
 
-// pval formats a p-value.
-func pval(p float64) string {
-	switch {
-	case math.IsNaN(p):
-		return "–"
-	case p < 0.0001:
-		return "<0.0001"
-	case p < 0.001:
-		return fmt.Sprintf("%.4f", p)
-	}
-	return fmt.Sprintf("%.3f", p)
-}
-
 // interval formats a confidence interval as "[lo, hi]".
 func interval(iv stats.Interval) string {
 	if !iv.Valid() {

@@ -74,6 +74,20 @@ func (o Options) withDefaults(ds *model.Dataset) Options {
 	return o
 }
 
+// analyze fills in opts' defaults for ds and analyses ds with them: the
+// first step of each single-run report.
+func analyze(ds *model.Dataset, opts Options) (*stats.Analysis, Options, error) {
+	if ds == nil {
+		return nil, opts, errors.New("report: nil dataset")
+	}
+	opts = opts.withDefaults(ds)
+	an, err := stats.Analyze(ds, opts.Stats)
+	if err != nil {
+		return nil, opts, fmt.Errorf("report: %w", err)
+	}
+	return an, opts, nil
+}
+
 //go:embed assets/report.html.tmpl assets/compare.html.tmpl assets/common.html.tmpl assets/style.css
 var assets embed.FS
 
@@ -95,13 +109,9 @@ var (
 
 // HTML writes the report of ds to w as one self-contained HTML document.
 func HTML(w io.Writer, ds *model.Dataset, opts Options) error {
-	if ds == nil {
-		return errors.New("report: nil dataset")
-	}
-	opts = opts.withDefaults(ds)
-	an, err := stats.Analyze(ds, opts.Stats)
+	an, opts, err := analyze(ds, opts)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return err
 	}
 	pg, err := buildPage(ds, an, opts)
 	if err != nil {
@@ -212,17 +222,12 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 	if !run.Started.IsZero() && !run.Finished.IsZero() {
 		pg.Run.Elapsed = run.Finished.Sub(run.Started).Round(time.Second).String()
 	}
-	var protos []string
 	for _, cs := range an.Cells {
 		pg.Run.Counted += cs.Summary.N
 		pg.Run.Warmups += cs.Warmups
 		pg.Run.Failed += len(cs.Failed)
-		if !slices.Contains(protos, cs.Cell.Protocol) {
-			protos = append(protos, cs.Cell.Protocol)
-		}
 	}
-	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
-	pg.Legend = swatches(protos)
+	pg.Legend = swatches(protocols(an.Cells))
 
 	for _, t := range an.Tests {
 		anc := anchor("test-", t.Name)
@@ -248,15 +253,15 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 				pg.Verdicts = append(pg.Verdicts, verdictRow{
 					Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c),
 					MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff),
-					P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
-					Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
+					P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
+					Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP),
 					Verdict: c.Text(), Class: verdictClass(c),
 				})
 				if f := c.Failures; f.Differs {
 					pg.Verdicts = append(pg.Verdicts, verdictRow{
 						Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c) + ", failures as worst",
-						MedA: "–", MedB: "–", Rel: "–", P: pval(f.WorstP), Cliff: "–", Rule: "–",
-						Family: familyText(c), Method: f.Worst.Label(), MinP: pval(f.WorstMinP),
+						MedA: "–", MedB: "–", Rel: "–", P: stats.FormatP(f.WorstP), Cliff: "–", Rule: "–",
+						Family: familyText(c), Method: f.Worst.Label(), MinP: stats.FormatP(f.WorstMinP),
 						Verdict: c.WorstText(), Class: worstClass(c), Worst: true,
 					})
 				}
@@ -315,6 +320,28 @@ func protoRank(p string) int {
 		return i
 	}
 	return len(model.Protocols)
+}
+
+// protocols lists the protocols of cells once each, in display order:
+// model.Protocols' order, then any others in the order they first appear.
+func protocols(cells []*stats.CellStats) []string {
+	var protos []string
+	for _, cs := range cells {
+		if !slices.Contains(protos, cs.Cell.Protocol) {
+			protos = append(protos, cs.Cell.Protocol)
+		}
+	}
+	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
+	return protos
+}
+
+// testProtocols lists the protocols of t's cells as protocols does.
+func testProtocols(t *stats.TestSet) []string {
+	var cells []*stats.CellStats
+	for _, g := range t.Groups {
+		cells = append(cells, g.Cells...)
+	}
+	return protocols(cells)
 }
 
 func envRows(ds *model.Dataset, opts Options) []kv {

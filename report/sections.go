@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -126,16 +127,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 			tv.Failed += len(cs.Failed)
 		}
 	}
-	var protos []string
-	for _, g := range t.Groups {
-		for _, cs := range g.Cells {
-			if !slices.Contains(protos, cs.Cell.Protocol) {
-				protos = append(protos, cs.Cell.Protocol)
-			}
-		}
-	}
-	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
-	tv.Legend = swatches(protos)
+	tv.Legend = swatches(testProtocols(t))
 	tablesFor(tv, t, an.Config)
 	heatmaps(tv, t, opts)
 	bars(tv, t)
@@ -296,8 +288,8 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
 			}
 			tv.Comparisons = append(tv.Comparisons, cmpRow{Group: g.Label(), Pair: pairName(c),
 				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired, HL: hl,
-				PWelch: pval(c.PWelch), P: pval(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
-				Family: familyText(c), Method: c.Test.Label(), MinP: pval(c.MinP),
+				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
+				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP),
 				Verdict: c.Text(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
 		}
 	}
@@ -310,7 +302,7 @@ func worstText(c *stats.Comparison) string {
 	if !f.Differs {
 		return ""
 	}
-	return fmt.Sprintf("with failures as worst: %s (%s, p %s, min p %s)", c.WorstText(), f.Worst.Label(), pval(f.WorstP), pval(f.WorstMinP))
+	return fmt.Sprintf("with failures as worst: %s (%s, p %s, min p %s)", c.WorstText(), f.Worst.Label(), stats.FormatP(f.WorstP), stats.FormatP(f.WorstMinP))
 }
 
 func signed(v float64) string {
@@ -339,15 +331,7 @@ func multiline(label string) string {
 // bars draws study A's bar charts: per configuration and protocol, the mean
 // with its 95% CI and the median, eight configurations per chart.
 func bars(tv *testView, t *stats.TestSet) {
-	var protos []string
-	for _, g := range t.Groups {
-		for _, cs := range g.Cells {
-			if !slices.Contains(protos, cs.Cell.Protocol) {
-				protos = append(protos, cs.Cell.Protocol)
-			}
-		}
-	}
-	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
+	protos := testProtocols(t)
 	const per = 8
 	for start := 0; start < len(t.Groups); start += per {
 		gs := t.Groups[start:min(start+per, len(t.Groups))]
@@ -555,15 +539,8 @@ func streamCharts(g *stats.Group) (chartGroup, bool) {
 					pts = append(pts, plotter.XY{X: float64(p.T) / 1e6, Y: p.V})
 				}
 			}
-			slices.SortStableFunc(pts, func(a, b plotter.XY) int {
-				switch {
-				case a.X < b.X:
-					return -1
-				case a.X > b.X:
-					return 1
-				}
-				return 0
-			})
+			// X is a whole number of nanoseconds in ms: never NaN.
+			slices.SortStableFunc(pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 			lines = append(lines, lineSeries{name: fmt.Sprintf("%s (iteration %d)", cs.Cell.Protocol, s.Iteration),
 				color: protoColor(cs.Cell.Protocol), pts: pts, points: true})
 		}
@@ -632,15 +609,7 @@ func waterfallCharts(g *stats.Group) (chartGroup, bool) {
 func waterfallFor(cs *stats.CellStats, s *model.Sample, xmax float64) chart {
 	const limit = 80
 	res := slices.Clone(s.Resources)
-	slices.SortStableFunc(res, func(a, b model.Resource) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(res, func(a, b model.Resource) int { return cmp.Compare(a.Start, b.Start) })
 	caption := "Light: waiting (start to first byte); dark: receiving (first byte to end)."
 	if len(res) > limit {
 		caption += fmt.Sprintf(" First %d of %d resources.", limit, len(res))

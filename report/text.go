@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -21,25 +20,17 @@ import (
 // sides failed at different rates, its variant with failures ranked worst.
 // Then the failed samples and validity warnings.
 func Text(w io.Writer, ds *model.Dataset, opts Options) error {
-	if ds == nil {
-		return errors.New("report: nil dataset")
-	}
-	opts = opts.withDefaults(ds)
-	an, err := stats.Analyze(ds, opts.Stats)
+	an, opts, err := analyze(ds, opts)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return err
 	}
 	run := ds.Run
 	var counted, failed int
-	var protos []string
 	for _, cs := range an.Cells {
 		counted += cs.Summary.N
 		failed += len(cs.Failed)
-		if !slices.Contains(protos, cs.Cell.Protocol) {
-			protos = append(protos, cs.Cell.Protocol)
-		}
 	}
-	slices.SortStableFunc(protos, func(a, b string) int { return protoRank(a) - protoRank(b) })
+	protos := protocols(an.Cells)
 	ew := &errWriter{w: w}
 	fmt.Fprintf(ew, "quicbench: %s, run %d (%s), seed %d: %d valid samples, %d failed or invalid\n",
 		termSafe(orDash(run.PlanName)), run.ID, termSafe(orDash(run.Status)), run.Seed, counted, failed)
@@ -83,11 +74,11 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 					row[k] = ""
 				}
 			}
-			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), pval(cmp.P),
+			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), stats.FormatP(cmp.P),
 				termSafe(familyText(cmp)), cmp.Test.Label(), termSafe(cmp.Text()), termSafe(ruleText(cmp, c))))
 			if f := cmp.Failures; f.Differs {
 				blank := make([]string, len(row))
-				rows = append(rows, append(blank, "  failures as worst", "", pval(f.WorstP),
+				rows = append(rows, append(blank, "  failures as worst", "", stats.FormatP(f.WorstP),
 					termSafe(familyText(cmp)), f.Worst.Label(), termSafe(cmp.WorstText()), ""))
 			}
 		}

@@ -422,7 +422,7 @@ func compareFailures(a, b *CellStats, c Config) Failures {
 		}
 		f.Note = fmt.Sprintf("%s %s %d of %d, %s %d of %d (Fisher p %s)",
 			x.Cell.Protocol, failVerb(x.Failed), len(x.Failed), len(x.Samples)+len(x.Failed),
-			y.Cell.Protocol, len(y.Failed), len(y.Samples)+len(y.Failed), fmtP(f.P))
+			y.Cell.Protocol, len(y.Failed), len(y.Samples)+len(y.Failed), FormatP(f.P))
 	}
 	if f.FailedA+f.FailedB == 0 {
 		f.Worst = runTest(a.Values(), b.Values(), pairDiffs(a.Samples, b.Samples, nil, nil, 0))
@@ -489,8 +489,9 @@ func failVerb(failed []*model.Sample) string {
 	return "failed"
 }
 
-// fmtP formats a p-value with three significant figures' worth of detail.
-func fmtP(p float64) string {
+// FormatP formats a p-value for people: "–" when it is NaN, "<0.0001" below
+// 0.0001, four decimals below 0.001 and three decimals otherwise.
+func FormatP(p float64) string {
 	switch {
 	case math.IsNaN(p):
 		return "–"

@@ -3,6 +3,7 @@ package stats_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -111,4 +112,17 @@ func writeResults(path string) error {
 		}
 	}
 	return nil
+}
+
+// FormatP gives a p-value the detail a reader needs.
+func ExampleFormatP() {
+	for _, p := range []float64{math.NaN(), 0.00001, 0.00042, 0.0312, 0.5} {
+		fmt.Println(stats.FormatP(p))
+	}
+	// Output:
+	// –
+	// <0.0001
+	// 0.0004
+	// 0.031
+	// 0.500
 }

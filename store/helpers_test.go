@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -133,4 +134,37 @@ func mustCreateRun(t testing.TB, db *DB) model.Run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// closedWithOneSample writes a database holding a run of one test cell with
+// one sample (fullSample at iteration 0), closes it and returns its path,
+// the run and the cells.
+func closedWithOneSample(t testing.TB) (string, model.Run, []model.Cell) {
+	t.Helper()
+	db, path := openTemp(t)
+	r, cells := mustRunWithCells(t, db, 1)
+	s := fullSample(cells[0].ID, 0, 3)
+	if err := db.InsertSample(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path, r, cells
+}
+
+// foreignDatabase writes an SQLite database that is not quicbench's (a
+// table of customers) in a temporary directory and returns its path.
+func foreignDatabase(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "other.db")
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY)`); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	return path
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/model"
 )
 
 // sameFile fails the test if the file at path no longer holds want, or if a
@@ -33,18 +35,29 @@ func sameFile(t *testing.T, path string, want []byte, wal bool) {
 	}
 }
 
-// A database that is not quicbench's is refused by every kind of open
-// without a byte of it changed: in particular not switched to WAL first.
-func TestForeignDatabaseLeftUntouched(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "other.db")
-	other, err := sql.Open("sqlite", path)
+// readOnlyDataset reads the bytes of the database at path, then opens it
+// read-only and loads run id from it.
+func readOnlyDataset(t *testing.T, path string, id int64) ([]byte, *DB, *model.Dataset) {
+	t.Helper()
+	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY)`); err != nil {
+	ro, err := OpenReadOnly(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	other.Close()
+	ds, err := ro.LoadDataset(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return before, ro, ds
+}
+
+// A database that is not quicbench's is refused by every kind of open
+// without a byte of it changed: in particular not switched to WAL first.
+func TestForeignDatabaseLeftUntouched(t *testing.T) {
+	path := foreignDatabase(t)
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -65,31 +78,8 @@ func TestForeignDatabaseLeftUntouched(t *testing.T) {
 // A read-only open reads a current database without writing to it, and
 // refuses writes.
 func TestOpenReadOnlyWritesNothing(t *testing.T) {
-	db, path := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
-	s := fullSample(cells[0].ID, 0, 3)
-	if err := db.InsertSample(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	before, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenReadOnly(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ro.LoadDataset(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, r, cells := closedWithOneSample(t)
+	before, ro, ds := readOnlyDataset(t, path, r.ID)
 	if len(ds.Samples) != 1 {
 		t.Fatalf("read %d samples, want 1", len(ds.Samples))
 	}
@@ -112,32 +102,9 @@ func TestOpenReadOnlyWritesNothing(t *testing.T) {
 // its data load, the file keeps its version and bytes, and the copy is
 // gone after Close.
 func TestOpenReadOnlyOlderSchema(t *testing.T) {
-	db, srcPath := openTemp(t)
-	r := mustCreateRun(t, db)
-	cells := testCells(1)
-	if err := db.InsertCells(ctx, r.ID, cells); err != nil {
-		t.Fatal(err)
-	}
-	s := fullSample(cells[0].ID, 0, 3)
-	if err := db.InsertSample(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	srcPath, r, _ := closedWithOneSample(t)
 	old := oldDatabase(t, srcPath, 1)
-	before, err := os.ReadFile(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ro, err := OpenReadOnly(old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ro.LoadDataset(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before, ro, ds := readOnlyDataset(t, old, r.ID)
 	if len(ds.Samples) != 1 || ds.Samples[0].Iteration != 0 {
 		t.Fatalf("read %+v, want the one sample", ds.Samples)
 	}

@@ -91,15 +91,7 @@ func TestOpenRejectsNewerSchema(t *testing.T) {
 }
 
 func TestOpenRejectsForeignDatabase(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "other.db")
-	other, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := other.Exec(`CREATE TABLE customers (id INTEGER PRIMARY KEY)`); err != nil {
-		t.Fatal(err)
-	}
-	other.Close()
+	path := foreignDatabase(t)
 	if _, err := Open(path); err == nil || !strings.Contains(err.Error(), "not a quicbench database") {
 		t.Fatalf("Open of a foreign database: err = %v", err)
 	}
