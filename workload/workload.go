@@ -116,7 +116,6 @@ func (e *Executor) Execute(ctx context.Context, req Request) *Result {
 			d := cpu1.Sub(cpu0)
 			res.CPU.ClientUser, res.CPU.ClientSys = d.User, d.Sys
 		} else {
-			res.CPU.ClientUser, res.CPU.ClientSys = 0, 0
 			res.ClientCPUUnavailable = true
 		}
 	}
@@ -229,7 +228,6 @@ func fetch(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult,
 		res.Negotiated = fr.Negotiated
 		res.Transport = fr.Transport()
 		res.Conns = fr.ConnRefs()
-		res.CPU = fr.CPU
 		res.Bytes = fr.Bytes + fr.UploadBytes
 		res.Wall = time.Duration(fr.MeasureEnd - fr.MeasureStart)
 		res.Prep = prepOf(spec, fr, took)
