@@ -178,11 +178,7 @@ func open(path string, mode openMode) (*DB, error) {
 // checkSchema reads, through a read-only connection that changes nothing
 // in the file, which schema version the database at abs holds.
 func checkSchema(abs string) (current int, empty bool, err error) {
-	u := url.URL{Scheme: "file", Path: abs}
-	q := url.Values{}
-	q.Set("mode", "ro")
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
-	c, err := sql.Open("sqlite", u.String()+"?"+q.Encode())
+	c, err := openRO(abs)
 	if err != nil {
 		return 0, false, err
 	}
@@ -195,6 +191,16 @@ func checkSchema(abs string) (current int, empty bool, err error) {
 		}
 	}
 	return current, empty, err
+}
+
+// openRO opens the database file at abs through a read-only connection
+// (SQLite's mode=ro), which never writes to the file.
+func openRO(abs string) (*sql.DB, error) {
+	u := url.URL{Scheme: "file", Path: abs}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
+	return sql.Open("sqlite", u.String()+"?"+q.Encode())
 }
 
 // openMigratedCopy serves OpenReadOnly for a database of an older schema:
@@ -211,8 +217,7 @@ func openMigratedCopy(path, abs string, from int) (*DB, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("store: %s: reading schema version %d through a migrated copy: %w", path, from, err)
 	}
-	u := url.URL{Scheme: "file", Path: abs, RawQuery: "mode=ro"}
-	src, err := sql.Open("sqlite", u.String())
+	src, err := openRO(abs)
 	if err != nil {
 		return fail(err)
 	}
