@@ -65,12 +65,7 @@ func GroupPrecision(pairs []PairValues) Precision {
 			d = append(d, a-b)
 			all = append(all, a, b)
 		}
-		slices.Sort(all)
-		ref := math.NaN()
-		if len(all) > 0 {
-			ref = math.Abs(QuantileSorted(all, 0.5))
-		}
-		w := PairPrecision(d, ref)
+		w := PairPrecision(d, math.Abs(Median(all))) // NaN, so +Inf, without pairs
 		if w > out.Worst || out.WorstPair == "" {
 			out.Worst, out.WorstPair, out.Pairs = w, fmt.Sprintf("%s vs %s", p.A, p.B), len(d)
 		}
