@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -301,7 +302,7 @@ func TestCPUFigures(t *testing.T) {
 	}
 }
 
-// TestSoaker runs the soaker child: a thread spinning on CPU 0 at normal
+// TestSoaker runs the soaker child: a process spinning on CPU 0 at normal
 // priority leaves CPU 0's SCHED_IDLE soaker almost nothing (other load can
 // only take more), and the soaker ends when its stdin closes.
 func TestSoaker(t *testing.T) {
@@ -320,27 +321,21 @@ func TestSoaker(t *testing.T) {
 	if len(s.last) != runtime.NumCPU() || s.last[0] <= 0 {
 		t.Fatalf("quiet rates %v, want %d CPUs that worked", s.last, runtime.NumCPU())
 	}
-	stop := make(chan struct{})
-	pinned := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		var set unix.CPUSet
-		set.Set(0)
-		pinned <- unix.SchedSetaffinity(0, &set)
-		x := 1
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				for range 1000 {
-					x = x*3 + 1
-				}
-			}
-		}
+	// The spinner is a shell busy loop pinned to CPU 0: a process of its
+	// own, which the Go scheduler of this test cannot park (a locked
+	// goroutine waits for a P whenever the runtime preempts it, and CPU 0
+	// then idles into the soaker).
+	spin := exec.Command("/bin/sh", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		spin.Process.Kill()
+		spin.Wait()
 	}()
-	if err := <-pinned; err != nil {
-		close(stop)
+	var set unix.CPUSet
+	set.Set(0)
+	if err := unix.SchedSetaffinity(spin.Process.Pid, &set); err != nil {
 		t.Fatal(err)
 	}
 	a, err := s.mark()
@@ -350,11 +345,10 @@ func TestSoaker(t *testing.T) {
 		if b, err = s.mark(); err == nil {
 			var r []float64
 			if r, err = rates(b, a); err == nil && r[0] > 0.1*s.last[0] {
-				t.Errorf("CPU 0 soaker at %.0f units/s with a thread spinning there, against %.0f quiet: want under a tenth", r[0], s.last[0])
+				t.Errorf("CPU 0 soaker at %.0f units/s with a process spinning there, against %.0f quiet: want under a tenth", r[0], s.last[0])
 			}
 		}
 	}
-	close(stop)
 	if err != nil {
 		t.Fatal(err)
 	}
