@@ -28,6 +28,7 @@ type doc struct {
 	precision         float64 // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
 	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
 	maxIterAt         pos     // where max_iterations is set; zero when it is not
+	parallel          int     // testbeds at once (quicbench run --parallel); 0 = not set
 	warmup            bool
 	timeout           time.Duration
 	protocols         []string
@@ -112,7 +113,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "warmup", "protocols", "client", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "warmup", "protocols", "client", "cc", "timeout", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace"}
 	gridKeys  = []string{"name", "grid", "direction", "base"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "timeout", "scenarios", "params"}
@@ -433,6 +434,11 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			d.fail(v.val, "max_iterations", "only with precision (adaptive iterations): a fixed design runs its iterations")
 		} else if n, ok := d.integer(v.val, "max_iterations", 2, MaxIterations); ok {
 			out.maxIterations, out.maxIterAt = int(n), at(v.val)
+		}
+	}
+	if v, ok := f["parallel"]; ok {
+		if n, ok := d.integer(v.val, "parallel", 1, MaxParallelSetting); ok {
+			out.parallel = int(n)
 		}
 	}
 	if v, ok := f["warmup"]; ok {

@@ -174,6 +174,13 @@ func (p *Plan) TimeoutFor(c *model.Cell) time.Duration {
 // fixed iterations.
 func (p *Plan) Precision() float64 { return p.d.precision }
 
+// Parallel returns the testbeds the plan asks a run to keep active at once
+// (its parallel field; quicbench run --parallel overrides it), or 0 when
+// the plan does not say: then a run takes one sample at a time. The
+// admission rule (Admission) may run fewer. It does not enter the plan's
+// Hash: parallelism changes when samples are taken, not which.
+func (p *Plan) Parallel() int { return p.d.parallel }
+
 // MinIterationsFor returns the least counted iterations of a cell: its
 // test's (or the plan's) iterations. For a plan of fixed iterations it is
 // the cell's Iterations.

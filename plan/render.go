@@ -65,6 +65,9 @@ func (p *Plan) render() []byte {
 		top.add("precision", scalar(strconv.FormatFloat(d.precision, 'g', -1, 64)+"%"))
 		top.add("max_iterations", intNode(int64(d.maxIterations)))
 	}
+	if d.parallel > 0 {
+		top.add("parallel", intNode(int64(d.parallel)))
+	}
 	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
 	top.add("protocols", flowList(d.protocols, false))
 	top.add("client", oneOrList(d.clients, false))

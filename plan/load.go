@@ -1,0 +1,181 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/model"
+)
+
+// The admission rule of parallel runs (quicbench run --parallel N, see
+// docs/plan-format.md, "Parallel testbeds") keeps the machine's predicted
+// load inside a budget, so that samples taken beside others measure the
+// link and not a machine short of CPU. Each sample's load is predicted
+// from its cell (CellLoad) and refined from what the cell's earlier
+// samples measured (the runner's part); the constants follow.
+const (
+	// RefCores is the number of CPUs of the reference machine, on which
+	// estCapTCP and estCapQUIC were measured: a connection at the cap keeps
+	// all of them busy (client, server, emulator and the kernel between).
+	RefCores = 2
+
+	// LoadBudgetShare is the share of the machine's CPUs that the samples
+	// running at once may be predicted to use. The rest is headroom for
+	// what the prediction misses (bursts, the kernel's own work) and for
+	// the emulator's real-time threads, whose wake-up latency is the delay
+	// error: docs/performance.md, "Parallel testbeds".
+	LoadBudgetShare = 0.5
+
+	// loadBase is what a sample costs the machine beyond its bytes, in
+	// CPUs: the agent's and server's control exchanges, connection set-up
+	// and TLS, the Go runtime. A small page load over a slow link costs
+	// about this much.
+	loadBase = 0.02
+
+	// MaxParallelPerCPU caps the testbeds a parallel run keeps active per
+	// CPU, whatever their predicted load: beyond it the emulator's delay
+	// error leaves its targets (p99 <= 150 µs) on the reference machine
+	// (docs/performance.md, "Parallel testbeds: delay precision").
+	MaxParallelPerCPU = 8
+
+	// MaxParallelSetting is the largest parallel a plan or the command line
+	// may ask for; MaxParallel caps what a machine runs.
+	MaxParallelSetting = 1024
+)
+
+// SampleLoad is the machine share a sample of a cell is predicted to take while
+// it runs.
+type SampleLoad struct {
+	// CPU is the predicted CPU use in CPUs (1 = one CPU busy for the
+	// sample's duration): client, server, emulator and kernel together.
+	CPU float64
+	// Exclusive samples run alone: no other testbed is active while they
+	// run. Reason says why (empty otherwise).
+	Exclusive bool
+	Reason    string
+}
+
+// CellLoad predicts the load of one sample of cell c (a cell of this plan
+// or one stored by a run of it): the bytes per second its busier direction
+// carries at the link's rate (the estimate's throughput, loss ignored:
+// the upper bound), converted to CPUs at the reference machine's cost per
+// byte of the cell's transport, plus a fixed part. A cell is exclusive
+// when it would use the machine whatever its link (the cpu test; the
+// chromium and lighthouse clients, whose browser and renderer processes
+// are CPU-bound during a load) or when its prediction alone fills the
+// budget of a reference machine (an unlimited link, a Gbit/s rate).
+func CellLoad(c *model.Cell) (SampleLoad, error) {
+	switch {
+	case c.Test == TestCPU:
+		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the cpu test measures CPU cost"}, nil
+	case model.IsBrowser(c.Client):
+		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "a " + c.Client + " sample's browser is CPU-bound"}, nil
+	}
+	st, err := stackOf(c.Protocol)
+	if err != nil {
+		return SampleLoad{}, fmt.Errorf("cell %s: %w", c.Key, err)
+	}
+	var bps float64
+	for _, s := range []string{c.LinkUp, c.LinkDown} {
+		l, err := spec.Parse(s)
+		if err != nil {
+			return SampleLoad{}, fmt.Errorf("cell %s: link %q: %w", c.Key, s, err)
+		}
+		m := estModel{st: st}
+		bps = math.Max(bps, m.throughput(linkFigures(l)))
+	}
+	ld := SampleLoad{CPU: loadBase + RefCores*bps/st.capBps}
+	if ld.CPU > LoadBudget(RefCores) {
+		ld.Exclusive = true
+		ld.Reason = fmt.Sprintf("its link carries up to %s, %.2f CPUs", formatBps(bps), ld.CPU)
+	}
+	return ld, nil
+}
+
+// LoadBudget is the predicted CPU use that the samples running at once may
+// add up to on a machine of cpus CPUs.
+func LoadBudget(cpus int) float64 { return LoadBudgetShare * float64(max(cpus, 1)) }
+
+// MaxParallel is the most testbeds a parallel run keeps active on a
+// machine of cpus CPUs.
+func MaxParallel(cpus int) int { return MaxParallelPerCPU * max(cpus, 1) }
+
+// formatBps writes a rate in bit/s with a unit.
+func formatBps(bps float64) string {
+	switch {
+	case bps >= 1e9:
+		return fmt.Sprintf("%.3g Gbit/s", bps/1e9)
+	case bps >= 1e6:
+		return fmt.Sprintf("%.3g Mbit/s", bps/1e6)
+	}
+	return fmt.Sprintf("%.3g kbit/s", bps/1e3)
+}
+
+// Admission is the rule that decides whether a block of samples may start
+// on a free testbed beside the blocks running on the others: at most Slots
+// blocks at once, an exclusive block only when nothing else runs (and
+// nothing else beside it), and the predicted CPU of the running blocks
+// plus the new one within Budget. A block may always start on an idle
+// machine.
+type Admission struct {
+	Slots  int     // testbeds active at once (the run's --parallel, capped by MaxParallel)
+	Budget float64 // LoadBudget of the machine
+}
+
+// Admit reports whether a block of load next may start while blocks of
+// the loads running are active.
+func (a Admission) Admit(running []SampleLoad, next SampleLoad) bool {
+	if len(running) == 0 {
+		return true
+	}
+	if next.Exclusive || len(running) >= a.Slots {
+		return false
+	}
+	sum := next.CPU
+	for _, l := range running {
+		if l.Exclusive {
+			return false
+		}
+		sum += l.CPU
+	}
+	return sum <= a.Budget
+}
+
+// Block is what the parallel order needs to know of one block of a
+// schedule: the samples of one iteration of one cell group, taken one
+// after the other on one testbed.
+type Block struct {
+	Exclusive bool          // any of its cells' SampleLoad.Exclusive
+	Duration  time.Duration // estimated time of its samples (0 when unknown)
+}
+
+// ParallelOrder returns the order in which a parallel run starts the
+// blocks of a schedule (indexes into blocks): the exclusive blocks first,
+// in schedule order, which run one at a time, then the others longest
+// first (ties in schedule order), so that the run does not end on a long
+// block started last while the other testbeds idle. Iterations of one
+// group keep their order: they have equal estimates.
+func ParallelOrder(blocks []Block) []int {
+	idx := make([]int, len(blocks))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		x, y := blocks[a], blocks[b]
+		switch {
+		case x.Exclusive != y.Exclusive:
+			if x.Exclusive {
+				return -1
+			}
+			return 1
+		case x.Exclusive:
+			return 0
+		}
+		return cmp.Compare(y.Duration, x.Duration)
+	})
+	return idx
+}
