@@ -246,9 +246,15 @@ type Sample struct {
 	// browser's start with a fresh profile (and its priming load with
 	// connection warm). 0 when nothing precedes the measured part. When
 	// the preparation fails, the time it took until it failed.
-	Prep   time.Duration
-	Status Status
-	Error  string // cause when Status != StatusOK
+	Prep time.Duration
+	// Slot is the testbed of a parallel run that took the sample (0..N-1;
+	// 0 for a run of one testbed at a time), and Concurrency how many
+	// testbeds were taking samples at once, this one included, at most
+	// while it ran (1 when it ran alone).
+	Slot        int
+	Concurrency int
+	Status      Status
+	Error       string // cause when Status != StatusOK
 
 	Value   float64            // the cell's primary metric (Cell.Metric)
 	Metrics map[string]float64 // every scalar metric of the test, by name (docs/metrics.md)

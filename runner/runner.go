@@ -52,6 +52,10 @@ type Options struct {
 	// QUIC connections) at a CPU cost of 20-35% per MB for quic-go; off by
 	// default so that QUIC is not handicapped against TCP.
 	QUICEvents bool
+	// Parallel is the most testbeds the run keeps taking samples at once
+	// (0: the plan's parallel field, else 1); the admission rule
+	// (plan.Admission) may run fewer. A resumed run may use another value.
+	Parallel int
 }
 
 // Summary is what a run did.
