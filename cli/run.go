@@ -42,7 +42,7 @@ func newRunCmd(env *Env) *cobra.Command {
 		planArg, out, resume, reportPath, keylog, qlog   string
 		quick, quiet, jsonl, lines, noReport, quicEvents bool
 		seed                                             uint64
-		maxSamples, maxIter                              int
+		maxSamples, maxIter, parallel                    int
 		precision                                        string
 	)
 	cmd := &cobra.Command{
@@ -53,17 +53,25 @@ func newRunCmd(env *Env) *cobra.Command {
 The plan is a built-in plan name (see quicbench plans) or a YAML file. Every sample is stored
 the moment it is taken: an interrupted run (Ctrl-C, crash, power loss) loses at most the sample
 in flight, and quicbench run --resume results.db continues it exactly where it stopped.
+With --parallel N, up to N testbeds take samples at once, each a whole iteration of a cell
+group (its protocols, paired, on one testbed); a block starts only while the machine's
+predicted load stays within its budget, and CPU-heavy cells (unlimited links, the cpu test,
+Chromium and Lighthouse) run alone (docs/plan-format.md, "Parallel testbeds").
 At the end a terminal summary is printed and an HTML report is written next to the database.`,
 		Example: `  quicbench run --plan quick
   quicbench run --plan degraded-networks --quick -o a.db
   quicbench run --plan my-plan.yaml -o my.db --report my.html
-  quicbench run --resume my.db`,
+  quicbench run --plan page-load-grid --parallel 16
+  quicbench run --resume my.db --parallel 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if os.Geteuid() != 0 {
 				return &ExitError{Code: ExitEnv, Err: errors.New("quicbench run needs root to create network namespaces"), Hint: "run it as root (sudo); quicbench doctor explains what is available"}
 			}
-			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents}
+			if parallel < 0 || parallel > plan.MaxParallelSetting {
+				return Usage(fmt.Errorf("--parallel %d: want 1..%d testbeds at once (0: the plan's parallel, else 1)", parallel, plan.MaxParallelSetting), "")
+			}
+			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents, Parallel: parallel}
 			switch {
 			case quiet:
 				opts.Mode = runner.ProgressQuiet
@@ -129,6 +137,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.StringVar(&keylog, "keylog", "", "directory for the server's TLS key log (SSLKEYLOGFILE format)")
 	f.StringVar(&qlog, "qlog", "", "directory for the server's qlog files")
 	f.BoolVar(&quicEvents, "quic-events", false, "record quic-go's per-packet events (QUIC PTO counts, congestion events, retransmissions) at a CPU cost for QUIC")
+	f.IntVar(&parallel, "parallel", 0, "testbeds taking samples at once (default: the plan's parallel, else 1; at most 8 per CPU); a resumed run may use another")
 	f.IntVar(&maxSamples, "max-samples", 0, "stop after this many samples (the run stays resumable)")
 	_ = f.MarkHidden("max-samples")
 	return cmd

@@ -40,24 +40,40 @@ type Event struct {
 	Prep      time.Duration `json:"prep_ns"`     // of Overhead: the test's unmeasured preparation in the client
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	ETA       time.Duration `json:"eta_ns"`
+	// Testbed is the testbed that took the sample (0..N-1) and Concurrency
+	// how many were taking samples while it ran, itself included.
+	Testbed     int `json:"testbed"`
+	Concurrency int `json:"concurrency"`
 }
 
 // progress renders events. Running medians are kept per protocol for the
 // current cell group so a user sees the comparison take shape.
+//
+// A parallel run (slots > 1) interleaves the groups' samples: it keeps
+// the medians of every group and shows those of the sample's group, and
+// the line names the sample's testbed and how many were active.
 type progress struct {
 	w       io.Writer
 	mode    ProgressMode
+	slots   int // the run's parallelism; 0 or 1 for one testbed
 	group   string
 	running map[string][]float64
+	groups  map[string]map[string][]float64 // parallel runs: running, per group
 	unit    string
 }
 
 func newProgress(w io.Writer, mode ProgressMode) *progress {
-	return &progress{w: w, mode: mode, running: map[string][]float64{}}
+	return &progress{w: w, mode: mode, running: map[string][]float64{}, groups: map[string]map[string][]float64{}}
 }
 
 func (p *progress) update(group string, ev Event) {
-	if group != p.group {
+	switch {
+	case p.slots > 1:
+		if p.groups[group] == nil {
+			p.groups[group] = map[string][]float64{}
+		}
+		p.running = p.groups[group]
+	case group != p.group:
 		p.group = group
 		p.running = map[string][]float64{}
 		if p.mode == ProgressBar {
@@ -90,6 +106,9 @@ func (p *progress) counter(ev Event) string {
 	eta := "?"
 	if ev.ETA > 0 {
 		eta = ev.ETA.Round(time.Second).String()
+	}
+	if p.slots > 1 {
+		return fmt.Sprintf("%d/%d eta %s [testbed %d, %d/%d active]", ev.Done, ev.Total, eta, ev.Testbed, ev.Concurrency, p.slots)
 	}
 	return fmt.Sprintf("%d/%d eta %s", ev.Done, ev.Total, eta)
 }
@@ -170,16 +189,19 @@ const (
 // etaFrom estimates the time the samples still to take will need: their
 // estimate (remainingEstimated), scaled by how long the samples taken so far
 // in this invocation took (doneMeasured) against their estimate
-// (doneEstimated), that ratio clamped to [etaMinRatio, etaMaxRatio]. Before
-// any sample finished it is the plain estimate.
-func etaFrom(doneMeasured, doneEstimated, remainingEstimated time.Duration) time.Duration {
+// (doneEstimated), that ratio clamped to [etaMinRatio/slots, etaMaxRatio]
+// (slots testbeds at once take samples up to slots times faster than
+// their serial estimate). Before any sample finished it is the plain
+// estimate divided by slots.
+func etaFrom(doneMeasured, doneEstimated, remainingEstimated time.Duration, slots int) time.Duration {
+	slots = max(slots, 1)
 	if remainingEstimated <= 0 {
 		return 0
 	}
 	if doneMeasured <= 0 || doneEstimated <= 0 {
-		return remainingEstimated
+		return remainingEstimated / time.Duration(slots)
 	}
-	r := min(max(float64(doneMeasured)/float64(doneEstimated), etaMinRatio), etaMaxRatio)
+	r := min(max(float64(doneMeasured)/float64(doneEstimated), etaMinRatio/float64(slots)), etaMaxRatio)
 	return time.Duration(float64(remainingEstimated) * r)
 }
 

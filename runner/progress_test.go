@@ -14,17 +14,21 @@ func TestETAFromEstimate(t *testing.T) {
 	for _, tc := range []struct {
 		name                                 string
 		measured, estimated, remaining, want time.Duration
+		slots                                int
 	}{
-		{"before any sample: the plain estimate", 0, 0, 3 * h, 3 * h},
-		{"no estimate for the samples taken yet", 10 * s, 0, 3 * h, 3 * h},
-		{"as estimated", 10 * m, 10 * m, 2 * h, 2 * h},
-		{"twice as slow as estimated", 20 * m, 10 * m, 2 * h, 4 * h},
-		{"faster than estimated", 3 * m, 4 * m, 4 * h, 3 * h},
-		{"far slower: ratio clamped at 5", 100 * s, 1 * s, 1 * h, 5 * h},
-		{"far faster: ratio clamped at 0.2", 1 * s, 100 * s, 1 * h, 12 * m},
-		{"nothing left", 10 * m, 5 * m, 0, 0},
+		{"before any sample: the plain estimate", 0, 0, 3 * h, 3 * h, 1},
+		{"no estimate for the samples taken yet", 10 * s, 0, 3 * h, 3 * h, 1},
+		{"as estimated", 10 * m, 10 * m, 2 * h, 2 * h, 1},
+		{"twice as slow as estimated", 20 * m, 10 * m, 2 * h, 4 * h, 1},
+		{"faster than estimated", 3 * m, 4 * m, 4 * h, 3 * h, 1},
+		{"far slower: ratio clamped at 5", 100 * s, 1 * s, 1 * h, 5 * h, 1},
+		{"far faster: ratio clamped at 0.2", 1 * s, 100 * s, 1 * h, 12 * m, 1},
+		{"nothing left", 10 * m, 5 * m, 0, 0, 0},
+		{"4 testbeds, before any sample: a quarter", 0, 0, 4 * h, h, 4},
+		{"16 testbeds, 10x faster: below the serial clamp", 1 * m, 10 * m, 10 * h, h, 16},
+		{"16 testbeds, far faster: clamped at 0.2/16", 1 * s, 1000 * s, 16 * h, 12 * m, 16},
 	} {
-		if got := etaFrom(tc.measured, tc.estimated, tc.remaining); got != tc.want {
+		if got := etaFrom(tc.measured, tc.estimated, tc.remaining, tc.slots); got != tc.want {
 			t.Errorf("%s: etaFrom(%v, %v, %v) = %v, want %v", tc.name, tc.measured, tc.estimated, tc.remaining, got, tc.want)
 		}
 	}

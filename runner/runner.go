@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
@@ -100,17 +101,15 @@ type run struct {
 	runRec  model.Run
 	cells   []model.Cell
 	done    map[int64]map[int]bool
-	tb      *netns.Testbed
-	srv     *serverProc
-	agent   *agentProc
-	links   map[string]spec.Link
+	links   map[string]spec.Link // every cell's link specs, parsed once before the samples
 	siteDir string
 	sites   map[string]string // site parameter value -> served site name
-	cc      string            // congestion control the endpoints were started with
-	// tbSysctls are the testbed's sysctls when the environment was last
-	// recorded (recordEnv).
-	tbSysctls map[string]string
-	overhead  overheadMeter
+	// envMu guards runRec.Env, which every testbed's recordEnv updates.
+	envMu sync.Mutex
+	// slots are the testbeds, each with its server and agent (one for a
+	// run of one testbed at a time); conc counts those taking a sample.
+	slots []*slot
+	conc  concurrency
 }
 
 func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
@@ -146,7 +145,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	// Each sample's estimate (nil when the plan cannot be estimated: the
 	// ETA then falls back to the mean time per sample).
 	est := sampleEstimates(r.plan, r.cells)
-	var remaining, doneEst time.Duration
+	var remaining time.Duration
 	if est != nil {
 		for _, s := range todo {
 			remaining += est[s.Cell.Key]
@@ -158,69 +157,14 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		r.markInterrupted(ctx)
 		return nil, err
 	}
-
-	first := time.Now() // the ETA compares the samples' time with their estimate, setup excluded
-	var overheads []stats.OverheadSample
-	var streak failStreak
-	for i, step := range todo {
-		if ctx.Err() != nil || (r.opts.MaxSamples > 0 && sum.Taken >= r.opts.MaxSamples) {
-			break
-		}
-		if ad != nil && ad.stopped(step) {
-			continue // counted out of Planned when its group stopped
-		}
-		s, err := r.sample(ctx, step)
-		if err != nil {
-			if ctx.Err() != nil {
-				break // the sample in flight is lost, by design
-			}
-			r.markInterrupted(ctx)
-			return sum, err
-		}
-		sum.Taken++
-		switch s.Status {
-		case model.StatusFailed:
-			sum.Failed++
-		case model.StatusInvalid:
-			sum.Invalid++
-		}
-		sum.Warnings += len(s.Warnings)
-		if ad != nil {
-			if st := ad.record(s, step.Cell); st != nil {
-				if err := r.storeStop(ctx, st); err != nil {
-					r.markInterrupted(ctx)
-					return sum, err
-				}
-				for _, later := range todo[i+1:] {
-					if later.Cell.Group == st.Group && !later.Warmup() {
-						sum.Planned--
-					}
-				}
-			}
-		}
-		if err := streak.observe(s); err != nil {
-			r.markInterrupted(ctx)
-			return sum, fmt.Errorf("%w; the run is kept: fix the cause, then quicbench run --resume %s", err, r.opts.DB)
-		}
-		overheads = append(overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
-		el := time.Since(start)
-		var left time.Duration
-		if est != nil {
-			doneEst += est[step.Cell.Key]
-			remaining -= est[step.Cell.Key]
-			left = etaFrom(time.Since(first), doneEst, remaining)
-		} else {
-			left = etaMean(time.Since(first), sum.Taken, len(todo)-i-1)
-		}
-		prog.update(step.Cell.Group, Event{
-			Done: sum.Resumed + sum.Taken, Total: sum.Planned, Cell: step.Cell.Key, Iteration: step.Iteration,
-			Warmup: step.Warmup(), Protocol: step.Cell.Protocol, Status: string(s.Status), Value: s.Value,
-			Unit: step.Cell.Unit, Error: s.Error, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep, Elapsed: el,
-			ETA: left,
-		})
-	}
+	d := &dispatch{r: r, ad: ad, sum: sum, prog: prog, est: est, remaining: remaining, todo: len(todo), start: start}
+	err = d.run(ctx, todo)
 	sum.Elapsed = time.Since(start)
-	sum.Overheads = stats.Overheads(overheads)
+	sum.Overheads = stats.Overheads(d.overheads)
+	if err != nil {
+		r.markInterrupted(ctx)
+		return sum, err
+	}
 	if sum.Resumed+sum.Taken == sum.Planned {
 		sum.Complete = true
 		return sum, r.db.UpdateRunStatus(context.WithoutCancel(ctx), r.runRec.ID, "complete", time.Now())
@@ -384,51 +328,77 @@ func resumable(rec model.Run, p *plan.Plan, env model.Environment) error {
 	return nil
 }
 
-// setup builds the testbed and starts the endpoints.
+// setup parses every cell's links, prepares the sites and builds the first
+// testbed with its endpoints (the others are built when the dispatch first
+// needs them), and records the browser the run's browser samples use.
 func (r *run) setup(ctx context.Context) error {
 	r.links = map[string]spec.Link{}
-	first := r.cells[0]
-	up, down, err := r.linksOf(&first)
-	if err != nil {
-		return err
-	}
-	cc := first.CC
-	tb, err := netns.New(ctx, netns.Config{Name: fmt.Sprintf("r%d-%d", r.runRec.ID, os.Getpid()), Up: up, Down: down, CC: cc})
-	if err != nil {
-		return fmt.Errorf("testbed: %w", err)
-	}
-	r.tb = tb
-	if err := r.recordEnv(ctx, true); err != nil {
-		return err
+	for i := range r.cells {
+		if _, _, err := r.parseLinks(&r.cells[i]); err != nil {
+			return err
+		}
 	}
 	if err := r.prepareSites(); err != nil {
 		return err
 	}
-	if err := r.startEndpoints(ctx, cc); err != nil {
+	t, err := r.newSlot(ctx, 0)
+	if err != nil {
 		return err
 	}
-	return r.recordBrowser(ctx)
+	return t.recordBrowser(ctx)
 }
 
-// recordEnv stores the parts of the run's environment that the testbed
-// determines: the congestion controls and the sysctls. It runs once the
+// newSlot builds testbed id (its namespaces and link emulator, on the
+// first cell's link until a sample sets its own), records its
+// environment and starts its server and agent.
+func (r *run) newSlot(ctx context.Context, id int) (*slot, error) {
+	first := r.cells[0]
+	up, down, err := r.linksOf(&first)
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("r%d-%d", r.runRec.ID, os.Getpid())
+	if id > 0 {
+		name += fmt.Sprintf("-%d", id)
+	}
+	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC})
+	if err != nil {
+		return nil, fmt.Errorf("testbed: %w", err)
+	}
+	t := &slot{run: r, id: id, tb: tb}
+	if err := t.recordEnv(ctx, true); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := t.startEndpoints(ctx, first.CC); err != nil {
+		t.close()
+		return nil, err
+	}
+	r.slots = append(r.slots, t)
+	return t, nil
+}
+
+// recordEnv stores the parts of the run's environment that the testbeds
+// determine: the congestion controls and the sysctls. It runs once a
 // testbed is built (first set; for a resumed run this merges with what the
 // earlier invocations stored) and after every link change, because the
 // socket buffer limits grow when a link needs more: the stored values are
 // the largest the run used. It writes only when something changed.
-func (r *run) recordEnv(ctx context.Context, first bool) error {
+func (r *slot) recordEnv(ctx context.Context, first bool) error {
 	cur := r.tb.Sysctls()
 	if !first && maps.Equal(cur, r.tbSysctls) {
 		return nil
 	}
 	r.tbSysctls = cur
+	r.envMu.Lock()
+	defer r.envMu.Unlock()
 	env := r.runRec.Env
 	// The endpoints set each cell's congestion control on every TCP socket
 	// (TCP_CONGESTION); the namespaces' default may differ where the host
 	// restricts it (tcp_allowed_congestion_control): record both.
 	cc := ccDescription(r.cells, r.tb.DefaultCC())
 	var notes []string
-	if first && env.CCClient != "" && env.CCClient != cc {
+	if first && r.id == 0 && env.CCClient != "" && env.CCClient != cc {
 		notes = append(notes, fmt.Sprintf("TCP congestion control changed when the run was resumed (%q for the earlier samples, %q for later ones)", env.CCClient, cc))
 	}
 	env.CCClient, env.CCServer = cc, cc
@@ -458,7 +428,7 @@ func (r *run) recordEnv(ctx context.Context, first bool) error {
 // resumed run refuses other versions than those its earlier samples were
 // taken with. When Lighthouse is not found, a run warning says so and the
 // Chromium version alone is recorded and checked.
-func (r *run) recordBrowser(ctx context.Context) error {
+func (r *slot) recordBrowser(ctx context.Context) error {
 	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
 		return nil
 	}
@@ -602,22 +572,22 @@ func (r *run) requestParams(c *model.Cell) (plan.Params, error) {
 }
 
 func (r *run) teardown() {
-	if r.agent != nil {
-		r.agent.close()
+	var wg sync.WaitGroup
+	for _, t := range r.slots {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.close()
+		}()
 	}
-	if r.srv != nil {
-		r.srv.close()
-	}
-	if r.tb != nil {
-		r.tb.Close()
-	}
+	wg.Wait()
 	if r.siteDir != "" {
 		os.RemoveAll(r.siteDir)
 	}
 }
 
-// linksOf parses (once) the link specs of a cell.
-func (r *run) linksOf(c *model.Cell) (up, down spec.Link, err error) {
+// parseLinks parses the link specs of a cell into r.links.
+func (r *run) parseLinks(c *model.Cell) (up, down spec.Link, err error) {
 	parse := func(s string) (spec.Link, error) {
 		if l, ok := r.links[s]; ok {
 			return l, nil
@@ -636,5 +606,16 @@ func (r *run) linksOf(c *model.Cell) (up, down spec.Link, err error) {
 	return
 }
 
+// linksOf returns the parsed link specs of a cell (setup parsed them all:
+// the testbeds read r.links at once and never write it).
+func (r *run) linksOf(c *model.Cell) (up, down spec.Link, err error) {
+	up, ok1 := r.links[c.LinkUp]
+	down, ok2 := r.links[c.LinkDown]
+	if !ok1 || !ok2 {
+		return up, down, fmt.Errorf("cell %s: links not parsed", c.Key)
+	}
+	return up, down, nil
+}
+
 // counters returns the emulator counters of both directions.
-func (r *run) counters() (up, down emu.Counters) { return r.tb.Counters() }
+func (r *slot) counters() (up, down emu.Counters) { return r.tb.Counters() }

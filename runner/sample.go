@@ -29,7 +29,7 @@ const (
 
 // startEndpoints starts the server (with congestion control cc on its
 // sockets) and, when none runs, the client agent.
-func (r *run) startEndpoints(ctx context.Context, cc string) error {
+func (r *slot) startEndpoints(ctx context.Context, cc string) error {
 	args, err := r.serverArgs(cc)
 	if err != nil {
 		return err
@@ -51,7 +51,7 @@ func (r *run) startEndpoints(ctx context.Context, cc string) error {
 
 // serverArgs are the arguments of `quicbench serve --control` for a server
 // whose sockets use congestion control cc.
-func (r *run) serverArgs(cc string) ([]string, error) {
+func (r *slot) serverArgs(cc string) ([]string, error) {
 	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
 	if !r.opts.QUICEvents {
 		args = append(args, "--no-quic-events")
@@ -63,7 +63,11 @@ func (r *run) serverArgs(cc string) ([]string, error) {
 		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
 			return nil, err
 		}
-		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, fmt.Sprintf("run%d.keys", r.runRec.ID)))
+		name := fmt.Sprintf("run%d.keys", r.runRec.ID)
+		if r.id > 0 {
+			name = fmt.Sprintf("run%d-testbed%d.keys", r.runRec.ID, r.id)
+		}
+		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, name))
 	}
 	if r.opts.QlogDir != "" {
 		args = append(args, "--qlog", r.opts.QlogDir)
@@ -72,7 +76,7 @@ func (r *run) serverArgs(cc string) ([]string, error) {
 }
 
 // serverDied reports how the server process ended, or "" while it runs.
-func (r *run) serverDied() string {
+func (r *slot) serverDied() string {
 	select {
 	case <-r.srv.Exited():
 		return r.srv.Describe()
@@ -84,7 +88,7 @@ func (r *run) serverDied() string {
 // reviveServer restarts a server process that has exited (killed, crashed)
 // as the agent is restarted, and records that as a run warning; a failed
 // restart ends the run.
-func (r *run) reviveServer(ctx context.Context, c *model.Cell, it int) error {
+func (r *slot) reviveServer(ctx context.Context, c *model.Cell, it int) error {
 	how := r.serverDied()
 	if how == "" {
 		return nil
@@ -113,7 +117,7 @@ func sortedValues(m map[string]string) []string {
 // sample takes one step and stores it. An error means the run cannot go on
 // (storage failure, endpoints that cannot be restarted); a failed
 // measurement is a stored sample, not an error.
-func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
+func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	c := step.Cell
 	r.overhead.start()
 	if c.CC != r.cc {
@@ -140,7 +144,7 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	}
 	s := &model.Sample{
 		CellID: c.ID, Iteration: step.Iteration, Warmup: step.Warmup(), Order: step.Order,
-		Seed: step.Seed, Started: time.Now(),
+		Seed: step.Seed, Started: time.Now(), Slot: r.id,
 	}
 	params, err := r.requestParams(c)
 	if err != nil {
@@ -159,8 +163,10 @@ func (r *run) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	var w window
 	w.before = r.snapshot(false)
 	w.start = time.Now()
+	r.conc.begin(r.id)
 
 	res, serverSeries, err := r.callAgent(ctx, req)
+	s.Concurrency = r.conc.end(r.id)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +297,7 @@ type window struct {
 // are read in the reverse order, so that each source's interval lies within
 // those of the sources read before it and the CPU times come closest to the
 // measured part.
-func (r *run) snapshot(after bool) snapshot {
+func (r *slot) snapshot(after bool) snapshot {
 	var s snapshot
 	read := []func(){
 		func() { s.dev[0], s.dev[1], s.devErr = r.tb.DeviceDrops() },
@@ -319,7 +325,7 @@ type udpDrops struct {
 }
 
 // udpReceiveDrops reads both namespaces' UDP receive-buffer drop counters.
-func (r *run) udpReceiveDrops() udpDrops {
+func (r *slot) udpReceiveDrops() udpDrops {
 	var u udpDrops
 	for _, s := range []netns.Side{netns.Client, netns.Server} {
 		n, err := r.tb.UDPReceiveBufferErrors(s)
@@ -376,7 +382,7 @@ func (m *overheadMeter) storing(wall time.Duration) time.Duration {
 // callAgent runs the request in the agent. For the cpu test it polls the
 // server's CPU meanwhile. A hung or dead agent is restarted and the sample
 // recorded as failed.
-func (r *run) callAgent(ctx context.Context, req workload.Request) (*workload.Result, []model.Series, error) {
+func (r *slot) callAgent(ctx context.Context, req workload.Request) (*workload.Result, []model.Series, error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -449,7 +455,7 @@ func (r *run) callAgent(ctx context.Context, req workload.Request) (*workload.Re
 const serverStatsWait = time.Second
 
 // serverStats asks the server for its final statistics of conns.
-func (r *run) serverStats(conns []endpoint.ConnRef) []model.TransportStats {
+func (r *slot) serverStats(conns []endpoint.ConnRef) []model.TransportStats {
 	r.srv.mu.Lock()
 	replies, err := r.srv.ctl.ConnStats(serverStatsWait, conns...)
 	r.srv.mu.Unlock()

@@ -197,7 +197,7 @@ func (db *DB) readSamplesParallel(ctx context.Context, tx *sql.Tx, r idRange, n 
 func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int64]int) ([]model.Sample, error) {
 	rows, err := tx.QueryContext(ctx, `SELECT s.id, s.cell_id, s.iteration, s.warmup, s.ord, s.seed,
 		s.started_ns, s.wall_ns, s.overhead_ns, s.drain_ns, s.prep_ns, s.status, s.error, s.value, s.alpn,
-		s.http_version, s.tls_version, s.cipher, s.quic_version, s.resumed, s.zero_rtt, s.cpu_client_user_ns,
+		s.slot, s.concurrency, s.http_version, s.tls_version, s.cipher, s.quic_version, s.resumed, s.zero_rtt, s.cpu_client_user_ns,
 		s.cpu_client_sys_ns, s.cpu_server_user_ns, s.cpu_server_sys_ns,
 		s.up_packets_in, s.up_bytes_in, s.up_packets_out, s.up_bytes_out, s.up_drop_loss,
 		s.up_drop_queue, s.up_drop_corrupt, s.up_drop_off, s.up_duplicated, s.up_reordered,
@@ -223,7 +223,7 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		metrics                                  sql.RawBytes
 	)
 	dest := []any{nil, nil, nil, &warm, nil, &seed, &started, &wall, &overhead, &drain, &prep, &status, nil, &value,
-		&alpn, &httpv, &tlsv, &cipher, &quicv, &resumed, &zrtt, &cu, &cs, &su, &ss}
+		&alpn, nil, nil, &httpv, &tlsv, &cipher, &quicv, &resumed, &zrtt, &cu, &cs, &su, &ss}
 	for i := range up {
 		dest = append(dest, &up[i])
 	}
@@ -235,6 +235,7 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		samples = append(samples, model.Sample{})
 		s := &samples[len(samples)-1]
 		dest[0], dest[1], dest[2], dest[4], dest[12] = &s.ID, &s.CellID, &s.Iteration, &s.Order, &s.Error
+		dest[15], dest[16] = &s.Slot, &s.Concurrency
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}

@@ -93,6 +93,21 @@ func (db *DB) SetRunBrowser(ctx context.Context, runID int64, browser string) er
 	return db.updateRun(ctx, runID, "updating the browser of", `UPDATE runs SET browser = ? WHERE id = ?`, browser)
 }
 
+// SetRunParallel records that an invocation of the run kept up to n
+// testbeds taking samples at once; the run keeps the largest n any
+// invocation used (a resumed run may use another).
+func (db *DB) SetRunParallel(ctx context.Context, runID int64, n int) error {
+	return db.updateRun(ctx, runID, "updating the parallelism of", `UPDATE runs SET parallel = max(parallel, ?) WHERE id = ?`, n)
+}
+
+// RunParallel returns the most testbeds any invocation of the run used at
+// once (SetRunParallel; 1 for a run of one testbed at a time).
+func (db *DB) RunParallel(ctx context.Context, runID int64) (int, error) {
+	var n int
+	err := db.r.QueryRowContext(ctx, `SELECT parallel FROM runs WHERE id = ?`, runID).Scan(&n)
+	return n, err
+}
+
 // RunBrowser returns the browser recorded by SetRunBrowser ("" if the run
 // took no chromium sample).
 func (db *DB) RunBrowser(ctx context.Context, runID int64) (string, error) {

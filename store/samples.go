@@ -14,7 +14,7 @@ import (
 // sampleInsertSQL lists the typed columns of samples; sampleArgs gives the
 // values in the same order.
 const sampleInsertSQL = `INSERT INTO samples (cell_id, iteration, warmup, ord, seed, started_ns,
-	wall_ns, overhead_ns, drain_ns, prep_ns, status, error, value, alpn, http_version, tls_version, cipher,
+	wall_ns, overhead_ns, drain_ns, prep_ns, slot, concurrency, status, error, value, alpn, http_version, tls_version, cipher,
 	quic_version, resumed, zero_rtt, cpu_client_user_ns, cpu_client_sys_ns, cpu_server_user_ns,
 	cpu_server_sys_ns,
 	up_packets_in, up_bytes_in, up_packets_out, up_bytes_out, up_drop_loss, up_drop_queue,
@@ -23,14 +23,14 @@ const sampleInsertSQL = `INSERT INTO samples (cell_id, iteration, warmup, ord, s
 	down_packets_in, down_bytes_in, down_packets_out, down_bytes_out, down_drop_loss,
 	down_drop_queue, down_drop_corrupt, down_drop_off, down_duplicated, down_reordered,
 	down_queue_delay_sum_ns, down_queue_delay_max_ns, metrics)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func sampleArgs(s *model.Sample) []any {
 	n := s.Negotiated
 	args := []any{s.CellID, s.Iteration, boolInt(s.Warmup), s.Order, int64(s.Seed), timeToNS(s.Started),
-		int64(s.Wall), int64(s.Overhead), int64(s.Drain), int64(s.Prep), string(s.Status), s.Error, nullFloat(s.Value),
+		int64(s.Wall), int64(s.Overhead), int64(s.Drain), int64(s.Prep), s.Slot, max(s.Concurrency, 1), string(s.Status), s.Error, nullFloat(s.Value),
 		n.ALPN, n.HTTPVersion, n.TLSVersion, n.Cipher, n.QUICVersion, boolInt(n.Resumed), boolInt(n.ZeroRTT),
 		int64(s.CPU.ClientUser), int64(s.CPU.ClientSys), int64(s.CPU.ServerUser), int64(s.CPU.ServerSys)}
 	args = appendCounters(args, s.LinkUp)

@@ -213,6 +213,14 @@ CREATE TABLE group_stops (
 	PRIMARY KEY (run_id, group_key)
 ) WITHOUT ROWID;
 `,
+	// 7: parallel runs: the testbed that took each sample and how many
+	// took samples at once (Sample.Slot, Sample.Concurrency), and the most
+	// testbeds an invocation of the run used.
+	`
+ALTER TABLE samples ADD COLUMN slot INTEGER NOT NULL DEFAULT 0;         -- testbed 0..N-1; 0 before version 7
+ALTER TABLE samples ADD COLUMN concurrency INTEGER NOT NULL DEFAULT 1;  -- testbeds taking samples while it ran, itself included
+ALTER TABLE runs ADD COLUMN parallel INTEGER NOT NULL DEFAULT 1;        -- the most testbeds an invocation ran at once
+`,
 }
 
 // schemaState reads which schema version the database holds. An empty

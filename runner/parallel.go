@@ -1,0 +1,422 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/stats"
+)
+
+// slot is one testbed of a run with its server and client agent. A run of
+// one testbed at a time has one slot; a parallel run builds up to its
+// parallelism, each taking whole blocks of samples (all protocols of one
+// iteration of one cell group, so that pairs meet the same link and seed
+// on the same testbed). A slot embeds its run: its methods reach the run's
+// plan, database and cells as r.X, and its own testbed as r.tb.
+type slot struct {
+	*run
+	id    int // 0..N-1, stored with each sample (model.Sample.Slot)
+	tb    *netns.Testbed
+	srv   *serverProc
+	agent *agentProc
+	cc    string // congestion control the endpoints were started with
+	// tbSysctls are the testbed's sysctls when the environment was last
+	// recorded (recordEnv).
+	tbSysctls map[string]string
+	overhead  overheadMeter
+}
+
+// close stops the slot's agent and server and removes its testbed.
+func (r *slot) close() {
+	if r.agent != nil {
+		r.agent.close()
+	}
+	if r.srv != nil {
+		r.srv.close()
+	}
+	if r.tb != nil {
+		r.tb.Close()
+	}
+}
+
+// concurrency counts the testbeds taking a sample at once and, for each
+// sample in progress, the most that did while it ran (itself included).
+type concurrency struct {
+	mu     sync.Mutex
+	active map[int]int // slot -> most testbeds active during its sample so far
+}
+
+// begin marks slot id's sample as started.
+func (c *concurrency) begin(id int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.active == nil {
+		c.active = map[int]int{}
+	}
+	c.active[id] = 0
+	n := len(c.active)
+	for k, v := range c.active {
+		c.active[k] = max(v, n)
+	}
+}
+
+// end marks slot id's sample as ended and returns its concurrency.
+func (c *concurrency) end(id int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.active[id]
+	delete(c.active, id)
+	return max(n, 1)
+}
+
+// block is the unit a parallel run hands a testbed: the steps of one
+// iteration of one cell group, in their seeded order.
+type block struct {
+	steps []Step
+	group string
+	est   time.Duration // the steps' estimate; 0 when the plan has none
+}
+
+// blocksOf cuts a schedule into blocks: consecutive steps of the same
+// group and iteration.
+func blocksOf(steps []Step, est map[string]time.Duration) []*block {
+	var out []*block
+	for _, s := range steps {
+		if n := len(out); n > 0 {
+			b := out[n-1]
+			if last := b.steps[len(b.steps)-1]; last.Cell.Group == s.Cell.Group && last.Iteration == s.Iteration {
+				b.steps = append(b.steps, s)
+				b.est += est[s.Cell.Key]
+				continue
+			}
+		}
+		out = append(out, &block{steps: []Step{s}, group: s.Cell.Group, est: est[s.Cell.Key]})
+	}
+	return out
+}
+
+// measuredLoadFactor converts the CPU the endpoints' processes used during
+// a sample into the machine load the admission rule budgets: the
+// emulator's forwarding and the receiving stacks' work inside its TUN
+// writes are charged to the runner, not to the endpoints (about half the
+// endpoints' own at link-bound rates, docs/performance.md, "Emulator CPU").
+const measuredLoadFactor = 1.5
+
+// event is what a testbed reports to the dispatch: a stored sample, an
+// error that ends the run, or the end of its block.
+type event struct {
+	slot   *slot
+	step   Step
+	sample *model.Sample
+	err    error
+	end    bool
+}
+
+// dispatch runs the steps of an invocation on the run's testbeds: with a
+// parallelism of 1, block after block in schedule order on one testbed
+// (exactly the serial run); with more, the blocks in plan.ParallelOrder on
+// up to that many testbeds, each started only when plan.Admission admits
+// its predicted load beside the blocks running. All bookkeeping (the
+// summary, the adaptive rule, the failure streak, progress) happens in
+// the dispatching goroutine; the testbeds only take and store samples.
+type dispatch struct {
+	r         *run
+	ad        *adaptive
+	sum       *Summary
+	prog      *progress
+	est       map[string]time.Duration
+	remaining time.Duration // estimate of the steps not taken yet
+	todo      int           // steps this invocation set out to take
+	start     time.Time
+
+	slots     int // the most testbeds active at once
+	rule      plan.Admission
+	first     time.Time
+	doneEst   time.Duration
+	handled   int
+	overheads []stats.OverheadSample
+	streak    failStreak
+
+	model    map[int64]plan.SampleLoad // the cells' predicted loads
+	measured map[int64]*meanOf         // the cells' measured loads
+
+	stop    atomic.Bool // no testbed starts another sample
+	mu      sync.Mutex
+	started int // samples started (MaxSamples)
+}
+
+// meanOf is a running mean.
+type meanOf struct {
+	sum float64
+	n   int
+}
+
+// parallelism is the most testbeds the run keeps active: the option, else
+// the plan's field, else 1, capped at plan.MaxParallel for this machine.
+func (r *run) parallelism() (n int, capped bool) {
+	n = r.opts.Parallel
+	if n <= 0 {
+		n = r.plan.Parallel()
+	}
+	n = max(n, 1)
+	if m := plan.MaxParallel(runtime.NumCPU()); n > m {
+		return m, true
+	}
+	return n, false
+}
+
+func (d *dispatch) run(ctx context.Context, todo []Step) error {
+	r := d.r
+	n, capped := r.parallelism()
+	if capped {
+		msg := fmt.Sprintf("parallel %d capped at %d testbeds (plan.MaxParallelPerCPU x %d CPUs)", max(r.opts.Parallel, r.plan.Parallel()), n, runtime.NumCPU())
+		fmt.Fprintln(r.opts.Log, "quicbench: "+msg)
+	}
+	d.slots = n
+	d.rule = plan.Admission{Slots: n, Budget: plan.LoadBudget(runtime.NumCPU())}
+	d.model = map[int64]plan.SampleLoad{}
+	d.measured = map[int64]*meanOf{}
+	d.prog.slots = n
+	if err := r.db.SetRunParallel(context.WithoutCancel(ctx), r.runRec.ID, n); err != nil {
+		return err
+	}
+
+	pending := blocksOf(todo, d.est)
+	if n > 1 {
+		info := make([]plan.Block, len(pending))
+		for i, b := range pending {
+			info[i] = plan.Block{Exclusive: d.blockLoad(b).Exclusive, Duration: b.est}
+		}
+		ordered := make([]*block, len(pending))
+		for i, k := range plan.ParallelOrder(info) {
+			ordered[i] = pending[k]
+		}
+		pending = ordered
+	}
+
+	events := make(chan event)
+	running := map[*slot]plan.SampleLoad{}
+	inFlight := map[string]bool{} // groups with a block running
+	idle := []*slot{r.slots[0]}
+	var runErr error
+	d.first = time.Now()
+
+	for {
+		if !d.stop.Load() && ctx.Err() == nil {
+			pending, idle = d.startBlocks(ctx, pending, idle, running, inFlight, events)
+		}
+		if len(running) == 0 {
+			break
+		}
+		ev := <-events
+		switch {
+		case ev.err != nil:
+			if runErr == nil {
+				runErr = ev.err
+			}
+			d.stop.Store(true)
+		case ev.end:
+			delete(running, ev.slot)
+			delete(inFlight, ev.step.Cell.Group)
+			idle = append(idle, ev.slot)
+		default:
+			if err := d.record(ctx, ev, pending); err != nil && runErr == nil {
+				runErr = err
+				d.stop.Store(true)
+			}
+		}
+	}
+	return runErr
+}
+
+// startBlocks starts pending blocks on idle testbeds (building testbeds up
+// to the parallelism) while the admission rule admits them, and returns
+// what is left pending and idle.
+func (d *dispatch) startBlocks(ctx context.Context, pending []*block, idle []*slot, running map[*slot]plan.SampleLoad, inFlight map[string]bool, events chan<- event) ([]*block, []*slot) {
+	loads := make([]plan.SampleLoad, 0, len(running))
+	for _, l := range running {
+		loads = append(loads, l)
+	}
+	kept := pending[:0:0]
+	for i, b := range pending {
+		if d.ad != nil && d.ad.groups[b.group] != nil && d.ad.groups[b.group].stopped && !b.steps[0].Warmup() {
+			continue // its group stopped on its rule: counted out of Planned
+		}
+		full := len(running) >= d.slots || (len(idle) == 0 && len(d.r.slots) >= d.slots)
+		if full {
+			return append(kept, pending[i:]...), idle
+		}
+		if d.ad != nil && inFlight[b.group] {
+			kept = append(kept, b) // the rule judges its previous iteration first
+			continue
+		}
+		l := d.blockLoad(b)
+		if !d.rule.Admit(loads, l) {
+			if l.Exclusive {
+				return append(kept, pending[i:]...), idle // it runs alone next
+			}
+			kept = append(kept, b)
+			continue
+		}
+		if len(idle) == 0 {
+			t, err := d.r.newSlot(ctx, len(d.r.slots))
+			if err != nil {
+				// Go on with the testbeds there are.
+				d.slots = len(d.r.slots)
+				msg := fmt.Sprintf("testbed %d could not be built (%v): the run goes on with %d", len(d.r.slots), err, d.slots)
+				_ = d.r.db.AddRunWarning(context.WithoutCancel(ctx), d.r.runRec.ID, msg)
+				fmt.Fprintln(d.r.opts.Log, "quicbench: "+msg)
+				d.rule.Slots = d.slots
+				return append(kept, pending[i:]...), idle
+			}
+			idle = append(idle, t)
+		}
+		t := idle[len(idle)-1]
+		idle = idle[:len(idle)-1]
+		running[t] = l
+		loads = append(loads, l)
+		inFlight[b.group] = true
+		go d.take(ctx, t, b, events)
+	}
+	return kept, idle
+}
+
+// take runs a block's samples on testbed t, reporting each to the
+// dispatch, then the block's end.
+func (d *dispatch) take(ctx context.Context, t *slot, b *block, events chan<- event) {
+	last := b.steps[len(b.steps)-1]
+	defer func() { events <- event{slot: t, step: last, end: true} }()
+	for _, step := range b.steps {
+		if ctx.Err() != nil || d.stop.Load() || !d.admitSample() {
+			return
+		}
+		s, err := t.sample(ctx, step)
+		if err != nil {
+			if ctx.Err() == nil {
+				events <- event{slot: t, step: step, err: err}
+			}
+			return // the sample in flight is lost, by design
+		}
+		events <- event{slot: t, step: step, sample: s}
+	}
+}
+
+// admitSample counts a sample about to start against Options.MaxSamples.
+func (d *dispatch) admitSample() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if m := d.r.opts.MaxSamples; m > 0 && d.started >= m {
+		return false
+	}
+	d.started++
+	return true
+}
+
+// blockLoad is the predicted load of a block: its heaviest cell's.
+func (d *dispatch) blockLoad(b *block) plan.SampleLoad {
+	var out plan.SampleLoad
+	for _, s := range b.steps {
+		l := d.cellLoad(s.Cell)
+		if l.Exclusive && !out.Exclusive {
+			out = l
+		}
+		if !out.Exclusive && l.CPU > out.CPU {
+			out = l
+		}
+	}
+	return out
+}
+
+// cellLoad predicts a cell's sample load: plan.CellLoad until samples of
+// the cell were measured, then their mean CPU use (both endpoints'
+// processes, times measuredLoadFactor); a cell whose measured load fills
+// the machine's budget runs alone from then on. A cell whose load cannot
+// be predicted runs alone.
+func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
+	l, ok := d.model[c.ID]
+	if !ok {
+		var err error
+		if l, err = plan.CellLoad(c); err != nil {
+			l = plan.SampleLoad{CPU: float64(runtime.NumCPU()), Exclusive: true, Reason: err.Error()}
+		}
+		d.model[c.ID] = l
+	}
+	if l.Exclusive {
+		return l
+	}
+	if m := d.measured[c.ID]; m != nil && m.n > 0 {
+		l.CPU = measuredLoadFactor * m.sum / float64(m.n)
+		if l.CPU > d.rule.Budget {
+			l.Exclusive, l.Reason = true, fmt.Sprintf("its samples measured %.2f CPUs", l.CPU)
+		}
+	}
+	return l
+}
+
+// record does the bookkeeping of a stored sample: the summary, the
+// measured load, the adaptive rule (whose stop takes the group's pending
+// steps out of Planned), the failure streak and the progress line.
+func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error {
+	s, step, sum := ev.sample, ev.step, d.sum
+	sum.Taken++
+	d.handled++
+	switch s.Status {
+	case model.StatusFailed:
+		sum.Failed++
+	case model.StatusInvalid:
+		sum.Invalid++
+	}
+	sum.Warnings += len(s.Warnings)
+	if s.Status == model.StatusOK && s.Wall > 0 && !slices.Contains(s.Warnings, "server CPU time unavailable") {
+		cpu := (s.CPU.ClientUser + s.CPU.ClientSys + s.CPU.ServerUser + s.CPU.ServerSys).Seconds() / s.Wall.Seconds()
+		m := d.measured[step.Cell.ID]
+		if m == nil {
+			m = &meanOf{}
+			d.measured[step.Cell.ID] = m
+		}
+		m.sum += cpu
+		m.n++
+	}
+	if d.ad != nil {
+		if st := d.ad.record(s, step.Cell); st != nil {
+			if err := d.r.storeStop(ctx, st); err != nil {
+				return err
+			}
+			for _, b := range pending {
+				for _, later := range b.steps {
+					if later.Cell.Group == st.Group && !later.Warmup() {
+						sum.Planned--
+					}
+				}
+			}
+		}
+	}
+	if err := d.streak.observe(s); err != nil {
+		return fmt.Errorf("%w; the run is kept: fix the cause, then quicbench run --resume %s", err, d.r.opts.DB)
+	}
+	d.overheads = append(d.overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
+	var left time.Duration
+	if d.est != nil {
+		d.doneEst += d.est[step.Cell.Key]
+		d.remaining -= d.est[step.Cell.Key]
+		left = etaFrom(time.Since(d.first), d.doneEst, d.remaining, d.slots)
+	} else {
+		left = etaMean(time.Since(d.first), sum.Taken, d.todo-d.handled)
+	}
+	d.prog.update(step.Cell.Group, Event{
+		Done: sum.Resumed + sum.Taken, Total: sum.Planned, Cell: step.Cell.Key, Iteration: step.Iteration,
+		Warmup: step.Warmup(), Protocol: step.Cell.Protocol, Status: string(s.Status), Value: s.Value,
+		Unit: step.Cell.Unit, Error: s.Error, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep,
+		Elapsed: time.Since(d.start), ETA: left, Testbed: s.Slot, Concurrency: s.Concurrency,
+	})
+	return nil
+}
+

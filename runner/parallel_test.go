@@ -1,0 +1,62 @@
+package runner
+
+import (
+	"testing"
+	"time"
+
+	"github.com/quicbench/quicbench/model"
+)
+
+func TestBlocksOf(t *testing.T) {
+	cells := []model.Cell{
+		{ID: 1, Key: "a/h2", Group: "a", Protocol: "h2", Iterations: 2, Warmup: true},
+		{ID: 2, Key: "a/h3", Group: "a", Protocol: "h3", Iterations: 2, Warmup: true},
+		{ID: 3, Key: "b/h2", Group: "b", Protocol: "h2", Iterations: 1},
+	}
+	est := map[string]time.Duration{"a/h2": time.Second, "a/h3": 2 * time.Second, "b/h2": 5 * time.Second}
+	blocks := blocksOf(Schedule(cells, 3), est)
+	// a: warm-up, 0, 1; b: 0.
+	if len(blocks) != 4 {
+		t.Fatalf("%d blocks, want 4", len(blocks))
+	}
+	for i, want := range []struct {
+		group string
+		it    int
+		n     int
+		est   time.Duration
+	}{{"a", -1, 2, 3 * time.Second}, {"a", 0, 2, 3 * time.Second}, {"a", 1, 2, 3 * time.Second}, {"b", 0, 1, 5 * time.Second}} {
+		b := blocks[i]
+		if b.group != want.group || len(b.steps) != want.n || b.est != want.est {
+			t.Errorf("block %d: group %s, %d steps, estimate %v; want %s, %d, %v", i, b.group, len(b.steps), b.est, want.group, want.n, want.est)
+		}
+		for _, s := range b.steps {
+			if s.Iteration != want.it || s.Seed != b.steps[0].Seed {
+				t.Errorf("block %d: step of iteration %d seed %d in a block of iteration %d seed %d", i, s.Iteration, s.Seed, want.it, b.steps[0].Seed)
+			}
+		}
+	}
+}
+
+func TestConcurrency(t *testing.T) {
+	var c concurrency
+	c.begin(0)
+	c.begin(1)
+	c.begin(2)
+	if n := c.end(1); n != 3 {
+		t.Errorf("sample beside 2 others: concurrency %d, want 3", n)
+	}
+	c.begin(1) // a later sample of testbed 1 starts with 3 active
+	if n := c.end(0); n != 3 {
+		t.Errorf("testbed 0: concurrency %d, want 3", n)
+	}
+	if n := c.end(2); n != 3 {
+		t.Errorf("testbed 2: concurrency %d, want 3", n)
+	}
+	if n := c.end(1); n != 3 {
+		t.Errorf("testbed 1's second sample: concurrency %d, want 3", n)
+	}
+	c.begin(0)
+	if n := c.end(0); n != 1 {
+		t.Errorf("a sample alone: concurrency %d, want 1", n)
+	}
+}
