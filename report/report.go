@@ -362,11 +362,38 @@ func envRows(ds *model.Dataset, opts Options) []kv {
 	if opts.Browser != "" {
 		rows = append(rows, kv{"Chromium", opts.Browser})
 	}
+	if line := parallelLine(ds); line != "" {
+		rows = append(rows, kv{"parallel testbeds", line})
+	}
 	rows = append(rows, overheadRows(ds)...)
 	for _, k := range slices.Sorted(maps.Keys(e.Sysctls)) {
 		rows = append(rows, kv{"sysctl " + k, e.Sysctls[k]})
 	}
 	return rows
+}
+
+// parallelLine describes the parallelism of a run whose samples were taken
+// on several testbeds at once ("" for a run of one testbed at a time): how
+// many testbeds, how many at most at once, and the share of samples that
+// ran beside others, with where to find the check that parallel runs give
+// the answer serial runs give.
+func parallelLine(ds *model.Dataset) string {
+	slots := map[int]bool{}
+	most, beside := 1, 0
+	for _, s := range ds.Samples {
+		slots[s.Slot] = true
+		most = max(most, s.Concurrency)
+		if s.Concurrency > 1 {
+			beside++
+		}
+	}
+	if most <= 1 && len(slots) <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("%d testbeds, up to %d taking samples at once; %d of %d samples ran beside others "+
+		"(each iteration's protocols on one testbed, paired as in a serial run). Whether parallel testbeds "+
+		"change the answer on this machine: quicbench check-parallel (docs/performance.md, \"Does parallel change the answer?\")",
+		len(slots), most, beside, len(ds.Samples))
 }
 
 // overheadRows renders the per-sample overhead of each client of ds

@@ -346,3 +346,17 @@ func TestChosenWaterfall(t *testing.T) {
 type failWriter struct{ err error }
 
 func (f failWriter) Write([]byte) (int, error) { return 0, f.err }
+
+func TestParallelLine(t *testing.T) {
+	serial := &model.Dataset{Samples: []model.Sample{{Concurrency: 1}, {Concurrency: 1}}}
+	if got := parallelLine(serial); got != "" {
+		t.Errorf("serial run: %q, want no line", got)
+	}
+	par := &model.Dataset{Samples: []model.Sample{{Slot: 0, Concurrency: 1}, {Slot: 1, Concurrency: 3}, {Slot: 2, Concurrency: 2}}}
+	got := parallelLine(par)
+	for _, want := range []string{"3 testbeds, up to 3 taking samples at once; 2 of 3 samples ran beside others", "quicbench check-parallel"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("parallel run: %q lacks %q", got, want)
+		}
+	}
+}

@@ -40,6 +40,9 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 	if line := stopSummary(ds.Stops); line != "" {
 		fmt.Fprintln(ew, line)
 	}
+	if line := parallelLine(ds); line != "" {
+		fmt.Fprintln(ew, "Parallel testbeds: "+line+".")
+	}
 	c := an.Config
 	fmt.Fprintf(ew, "Medians per protocol. %s Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
 		verdictMethod(c, len(an.Comparisons)), 100*c.Margin, 100*c.Share)

@@ -69,9 +69,15 @@ tests:
 
 func runPlan(t *testing.T, p *plan.Plan, db string, max int) *runner.Summary {
 	t.Helper()
+	return runPlanParallel(t, p, db, max, 1)
+}
+
+// runPlanParallel runs p into db on up to parallel testbeds at once.
+func runPlanParallel(t *testing.T, p *plan.Plan, db string, max, parallel int) *runner.Summary {
+	t.Helper()
 	exe, _ := os.Executable()
 	var log strings.Builder
-	sum, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Progress: &log, Mode: runner.ProgressLines, MaxSamples: max})
+	sum, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Progress: &log, Mode: runner.ProgressLines, MaxSamples: max, Parallel: parallel})
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, log.String())
 	}
@@ -315,7 +321,10 @@ func TestQuickPlan(t *testing.T) {
 	}
 }
 
-// TestStudyPlansQuick runs the quick variant of every built-in study plan.
+// TestStudyPlansQuick runs the quick variant of every built-in study plan,
+// each on up to 4 testbeds at once: the admission rule runs the cells that
+// need the machine (Chromium, Lighthouse, unlimited links) alone and every
+// sample must still be valid.
 func TestStudyPlansQuick(t *testing.T) {
 	needRoot(t)
 	for _, name := range plan.BuiltinNames() {
@@ -344,8 +353,8 @@ func TestStudyPlansQuick(t *testing.T) {
 			}
 			db := filepath.Join(t.TempDir(), name+".db")
 			start := time.Now()
-			sum := runPlan(t, p, db, 0)
-			t.Logf("%s (quick): %d samples in %s, %d failed, %d invalid", name, sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid)
+			sum := runPlanParallel(t, p, db, 0, 4)
+			t.Logf("%s (quick, --parallel 4): %d samples in %s, %d failed, %d invalid", name, sum.Taken, time.Since(start).Round(time.Second), sum.Failed, sum.Invalid)
 			ds := load(t, db)
 			checkComplete(t, ds)
 			checkPrep(t, ds)
