@@ -127,8 +127,14 @@ const (
 // machine (a 2-core VM, see docs/performance.md): an order of magnitude,
 // from the cells' link specs, tests and parameters.
 type Estimate struct {
-	Total time.Duration  // every sample of every cell, warm-ups included
+	Total time.Duration  // every sample of every cell, warm-ups included, one at a time
 	Cells []CellEstimate // one per cell, in Expand order
+
+	// Parallel is the duration of the run with up to ParallelN testbeds
+	// at once (EstimateWith, EstimateParallel); Estimate leaves it at
+	// Total with ParallelN 1, a run of one testbed.
+	Parallel  time.Duration
+	ParallelN int
 }
 
 // CellEstimate is the estimate of one cell.
@@ -204,6 +210,7 @@ func (p *Plan) Estimate() (Estimate, error) {
 		e.Cells = append(e.Cells, ce)
 		e.Total = addSat(e.Total, ce.Total())
 	}
+	e.Parallel, e.ParallelN = e.Total, 1
 	return e, nil
 }
 

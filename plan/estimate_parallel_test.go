@@ -1,0 +1,261 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// parsePlan parses a plan's YAML; an error ends the test.
+func parsePlan(t *testing.T, yaml string) *Plan {
+	t.Helper()
+	p, err := Parse("t.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// estimates returns a plan's Estimate and its EstimateWith(n).
+func estimates(t *testing.T, p *Plan, n int) (serial Estimate, par Estimate) {
+	t.Helper()
+	serial, err := p.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	par, err = p.EstimateWith(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if par.Total != serial.Total || len(par.Cells) != len(serial.Cells) {
+		t.Errorf("EstimateWith(%d) total %v, Estimate %v", n, par.Total, serial.Total)
+	}
+	if d, err := p.EstimateParallel(n); err != nil || d != par.Parallel {
+		t.Errorf("EstimateParallel(%d) = %v, %v; EstimateWith: %v", n, d, err, par.Parallel)
+	}
+	return serial, par
+}
+
+// fourGroups is a plan of four groups (scenarios) of one iteration each,
+// h2 and h3 downloading 1 MB over a 10 Mbit/s link: 0.04 CPU a block.
+const fourGroups = `
+iterations: 1
+warmup: false
+protocols: [h2, h3]
+scenarios:
+  - {name: a, link: "rate 10mbit delay 10ms"}
+  - {name: b, link: "rate 10mbit delay 10ms"}
+  - {name: c, link: "rate 10mbit delay 10ms"}
+  - {name: d, link: "rate 10mbit delay 10ms"}
+tests:
+  - test: download
+    params: {size: 1MB}
+`
+
+func TestEstimateParallelLinkBound(t *testing.T) {
+	p := parsePlan(t, fourGroups)
+	serial, par := estimates(t, p, 4)
+	if serial.Parallel != serial.Total || serial.ParallelN != 1 {
+		t.Errorf("Estimate: Parallel %v with %d, want the total %v with 1", serial.Parallel, serial.ParallelN, serial.Total)
+	}
+	// Four equal blocks on four testbeds: a quarter of the serial time.
+	if par.Parallel != serial.Total/4 || par.ParallelN != 4 {
+		t.Errorf("4 testbeds: %v with %d, want %v (total %v)", par.Parallel, par.ParallelN, serial.Total/4, serial.Total)
+	}
+	// Two testbeds: a half; more than four: still a quarter; the slots
+	// are capped at MaxParallel(RefCores).
+	if _, par := estimates(t, p, 2); par.Parallel != serial.Total/2 {
+		t.Errorf("2 testbeds: %v, want %v", par.Parallel, serial.Total/2)
+	}
+	if _, par := estimates(t, p, 1000); par.Parallel != serial.Total/4 || par.ParallelN != MaxParallel(RefCores) {
+		t.Errorf("1000 testbeds: %v with %d, want %v with %d", par.Parallel, par.ParallelN, serial.Total/4, MaxParallel(RefCores))
+	}
+	// One testbed or less: the serial estimate.
+	for _, n := range []int{1, 0, -3} {
+		if d, err := p.EstimateParallel(n); err != nil || d != serial.Total {
+			t.Errorf("EstimateParallel(%d) = %v, %v; want %v", n, d, err, serial.Total)
+		}
+	}
+	if !strings.HasSuffix(par.String(), "with 4 testbeds)") || serial.String() != FormatEstimate(serial.Total) {
+		t.Errorf("String: %q, %q", par.String(), serial.String())
+	}
+}
+
+func TestEstimateParallelBudget(t *testing.T) {
+	// 200 Mbit/s over HTTP/3: 0.41 CPU a block, two fit in the budget of
+	// one CPU, three do not: four blocks take two rounds.
+	p := parsePlan(t, strings.ReplaceAll(fourGroups, "rate 10mbit", "rate 200mbit"))
+	serial, par := estimates(t, p, 16)
+	if par.Parallel != serial.Total/2 {
+		t.Errorf("200 Mbit/s: %v, want half the total %v", par.Parallel, serial.Total)
+	}
+}
+
+func TestEstimateParallelExclusive(t *testing.T) {
+	// The cpu test's cell is exclusive: it runs alone, first, and adds its
+	// full time to the four download blocks running side by side.
+	p := parsePlan(t, fourGroups+`  - test: cpu
+    scenarios: [a]
+    params: {size: 10MB}
+`)
+	serial, par := estimates(t, p, 16)
+	var cpu, dl time.Duration
+	for _, c := range serial.Cells {
+		if strings.Contains(c.Key, "/cpu/") {
+			cpu += c.Total()
+		} else {
+			dl += c.Total()
+		}
+	}
+	if cpu == 0 || par.Parallel != cpu+dl/4 {
+		t.Errorf("parallel %v, want the cpu test's %v plus a quarter of the downloads' %v", par.Parallel, cpu, dl)
+	}
+	// An unlimited link is exclusive too: nothing to gain.
+	p = parsePlan(t, strings.ReplaceAll(fourGroups, "rate 10mbit ", ""))
+	if serial, par := estimates(t, p, 16); par.Parallel != serial.Total {
+		t.Errorf("unlimited links: parallel %v, want the serial %v", par.Parallel, serial.Total)
+	}
+}
+
+func TestEstimateParallelAdaptive(t *testing.T) {
+	// Adaptive: a group's blocks run one at a time, so the two groups of
+	// four iterations (counted at max_iterations) take half the total,
+	// where the same plan of fixed iterations runs all eight at once.
+	const body = `
+iterations: 4
+warmup: false
+protocols: [h2, h3]
+scenarios:
+  - {name: a, link: "rate 10mbit delay 10ms"}
+  - {name: b, link: "rate 10mbit delay 10ms"}
+tests:
+  - test: download
+    params: {size: 1MB}
+`
+	fixed := parsePlan(t, body)
+	serial, par := estimates(t, fixed, 16)
+	if par.Parallel != serial.Total/8 {
+		t.Errorf("fixed: %v, want %v", par.Parallel, serial.Total/8)
+	}
+	adaptive := parsePlan(t, strings.Replace(body, "iterations: 4", "iterations: 2\nprecision: 5%\nmax_iterations: 4", 1))
+	aserial, apar := estimates(t, adaptive, 16)
+	if aserial.Total != serial.Total || apar.Parallel != serial.Total/2 {
+		t.Errorf("adaptive: total %v parallel %v, want %v and %v", aserial.Total, apar.Parallel, serial.Total, serial.Total/2)
+	}
+}
+
+func TestEstimateParallelWarmup(t *testing.T) {
+	// Warm-up blocks follow runner.Schedule: iteration -1 with the cells
+	// that have a warm-up. Two groups, warm-up and one iteration each,
+	// on four testbeds: all four blocks at once.
+	p := parsePlan(t, `
+iterations: 1
+warmup: true
+protocols: [h2, h3]
+scenarios:
+  - {name: a, link: "rate 10mbit delay 10ms"}
+  - {name: b, link: "rate 10mbit delay 10ms"}
+tests:
+  - test: download
+    params: {size: 1MB}
+`)
+	serial, par := estimates(t, p, 4)
+	if par.Parallel != serial.Total/4 {
+		t.Errorf("parallel %v, want %v", par.Parallel, serial.Total/4)
+	}
+	runs, blocks := p.blockRuns(make([]time.Duration, len(p.cells)), make([]SampleLoad, len(p.cells)))
+	if blocks != 4 || len(runs) != 4 {
+		t.Errorf("%d blocks in %d runs, want 4 in 4", blocks, len(runs))
+	}
+}
+
+func TestEstimateParallelFluid(t *testing.T) {
+	// Beyond maxSimBlocks the estimate spreads each run of identical
+	// blocks over the testbeds the budget allows: it agrees with the
+	// replay where both apply.
+	const body = `
+iterations: ITER
+warmup: false
+protocols: [h2, h3]
+scenarios:
+  - {name: a, link: "rate 10mbit delay 10ms"}
+  - {name: b, link: "rate 200mbit delay 10ms"}
+  - {name: c, link: "rate 10mbit delay 10ms"}
+tests:
+  - test: ttfb
+`
+	p := parsePlan(t, strings.Replace(body, "ITER", "20000", 1))
+	e, err := p.Estimate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := make([]time.Duration, len(e.Cells))
+	loads := make([]SampleLoad, len(e.Cells))
+	for i, c := range e.Cells {
+		sample[i] = c.Sample
+		loads[i], _ = CellLoad(&p.cells[i])
+	}
+	runs, blocks := p.blockRuns(sample, loads)
+	if blocks != 60000 || len(runs) != 3 {
+		t.Fatalf("%d blocks in %d runs", blocks, len(runs))
+	}
+	var all []pblock
+	for _, r := range runs {
+		for range r.count {
+			all = append(all, r.pblock)
+		}
+	}
+	adm := Admission{Slots: 16, Budget: LoadBudget(RefCores)}
+	sim, fluid := simulateParallel(all, adm, false), parallelFluid(runs, adm, false)
+	if r := float64(fluid) / float64(sim); r < 0.97 || r > 1.03 {
+		t.Errorf("fluid %v, replay %v", fluid, sim)
+	}
+
+	// 100,000 iterations of three groups: the fluid estimate, fast.
+	p = parsePlan(t, strings.Replace(body, "ITER", "100000", 1))
+	start := time.Now()
+	serial, par := estimates(t, p, 16)
+	if par.Parallel <= 0 || par.Parallel >= serial.Total/4 || time.Since(start) > 5*time.Second {
+		t.Errorf("100,000 iterations: %v of %v in %v", par.Parallel, serial.Total, time.Since(start))
+	}
+}
+
+func TestEstimateParallelBuiltins(t *testing.T) {
+	studies := map[string]bool{"degraded-networks": true, "page-load-grid": true, "three-sites": true, "image-transfer": true, "size-bandwidth-grid": true}
+	var serial, par time.Duration
+	for _, name := range BuiltinNames() {
+		p, err := Builtin(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		e, err := p.EstimateWith(MaxParallel(RefCores))
+		took := time.Since(start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-20s serial %-6s parallel %-6s (%d testbeds; computed in %v)", name, FormatEstimate(e.Total), FormatEstimate(e.Parallel), e.ParallelN, took.Round(time.Millisecond))
+		if e.Parallel <= 0 || e.Parallel > e.Total || e.ParallelN != MaxParallel(RefCores) {
+			t.Errorf("%s: parallel %v with %d, serial %v", name, e.Parallel, e.ParallelN, e.Total)
+		}
+		if took > 2*time.Second {
+			t.Errorf("%s: EstimateWith took %v", name, took)
+		}
+		if d, _ := p.EstimateParallel(1); d != e.Total {
+			t.Errorf("%s: EstimateParallel(1) = %v, want %v", name, d, e.Total)
+		}
+		if studies[name] {
+			serial += e.Total
+			par += e.Parallel
+		}
+	}
+	t.Logf("the five studies: serial %s, parallel %s", FormatEstimate(serial), FormatEstimate(par))
+	if par <= 0 || par > serial {
+		t.Errorf("studies: parallel %v, serial %v", par, serial)
+	}
+	// page-load-grid's links are rate-limited and light: it gains most.
+	p, _ := Builtin("page-load-grid")
+	if e, _ := p.EstimateWith(16); e.Parallel > e.Total/8 {
+		t.Errorf("page-load-grid: parallel %v of %v", e.Parallel, e.Total)
+	}
+}
