@@ -82,12 +82,25 @@ func TestEstimateParallelLinkBound(t *testing.T) {
 }
 
 func TestEstimateParallelBudget(t *testing.T) {
-	// 200 Mbit/s over HTTP/3: 0.41 CPU a block, two fit in the budget of
-	// one CPU, three do not: four blocks take two rounds.
-	p := parsePlan(t, strings.ReplaceAll(fourGroups, "rate 10mbit", "rate 200mbit"))
+	// 10 MB over 300 Mbit/s, HTTP/3: a block takes a share of the budget
+	// such that only k of the four fit at once; they take ceil(4/k) rounds.
+	p := parsePlan(t, strings.ReplaceAll(strings.ReplaceAll(fourGroups, "rate 10mbit delay 10ms", "rate 300mbit delay 1ms"), "1MB", "10MB"))
+	var most float64
+	for i := range p.cells {
+		l, err := CellLoad(&p.cells[i])
+		if err != nil || l.Exclusive {
+			t.Fatalf("%s: %+v, %v", p.cells[i].Key, l, err)
+		}
+		most = max(most, l.CPU)
+	}
+	k := int(LoadBudget(RefCores) / most)
+	if k < 1 || k > 3 {
+		t.Fatalf("%.3f CPU per block: %d fit in the budget; the test wants 1 to 3", most, k)
+	}
 	serial, par := estimates(t, p, 16)
-	if par.Parallel != serial.Total/2 {
-		t.Errorf("200 Mbit/s: %v, want half the total %v", par.Parallel, serial.Total)
+	rounds := (4 + k - 1) / k
+	if want := serial.Total / 4 * time.Duration(rounds); par.Parallel < want-time.Microsecond || par.Parallel > want+time.Microsecond {
+		t.Errorf("%d blocks fit at once: parallel %v, want %d rounds, %v (serial %v)", k, par.Parallel, rounds, want, serial.Total)
 	}
 }
 
@@ -111,7 +124,7 @@ func TestEstimateParallelExclusive(t *testing.T) {
 		t.Errorf("parallel %v, want the cpu test's %v plus a quarter of the downloads' %v", par.Parallel, cpu, dl)
 	}
 	// An unlimited link is exclusive too: nothing to gain.
-	p = parsePlan(t, strings.ReplaceAll(fourGroups, "rate 10mbit ", ""))
+	p = parsePlan(t, strings.ReplaceAll(fourGroups, `"rate 10mbit delay 10ms"`, `""`))
 	if serial, par := estimates(t, p, 16); par.Parallel != serial.Total {
 		t.Errorf("unlimited links: parallel %v, want the serial %v", par.Parallel, serial.Total)
 	}

@@ -3,7 +3,6 @@ package plan
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -42,6 +41,10 @@ const (
 	// (docs/performance.md, "Parallel testbeds: delay precision").
 	MaxParallelPerCPU = 8
 
+	// unlimitedRTT is the round trip below which a link without a rate
+	// limit leaves a sample's timing to the machine (CellLoad).
+	unlimitedRTT = time.Millisecond
+
 	// MaxParallelSetting is the largest parallel a plan or the command line
 	// may ask for; MaxParallel caps what a machine runs.
 	MaxParallelSetting = 1024
@@ -60,14 +63,22 @@ type SampleLoad struct {
 }
 
 // CellLoad predicts the load of one sample of cell c (a cell of this plan
-// or one stored by a run of it): the bytes per second its busier direction
-// carries at the link's rate (the estimate's throughput, loss ignored:
-// the upper bound), converted to CPUs at the reference machine's cost per
-// byte of the cell's transport, plus a fixed part. A cell is exclusive
-// when it would use the machine whatever its link (the cpu test; the
-// chromium and lighthouse clients, whose browser and renderer processes
-// are CPU-bound during a load) or when its prediction alone fills the
-// budget of a reference machine (an unlimited link, a Gbit/s rate).
+// or one stored by a run of it) from the duration estimate: the share of
+// the sample's estimated time on its link that the same sample would keep
+// the machine busy on an unlimited one (EstimateSample with no link spec,
+// the runner's own overhead left out: the time the reference machine
+// needs for the sample's bytes, handshakes and requests), times RefCores,
+// plus a fixed part. A transfer at the machine's cap thus counts as the
+// whole machine, a page over 2 Mbit/s or a loss-limited transfer as the
+// small share its bytes take of the link's time.
+//
+// A cell runs alone (Exclusive) when it would use the machine whatever its
+// link (the cpu test; the chromium and lighthouse clients, whose browser
+// and renderer processes are CPU-bound during a load), when its link
+// neither limits the rate nor adds a millisecond of round trip (the sample
+// then measures the machine: a millisecond's work, which the scheduling
+// of other testbeds would disturb), or when its prediction alone fills the
+// budget of a reference machine (a transfer at Gbit/s).
 func CellLoad(c *model.Cell) (SampleLoad, error) {
 	switch {
 	case c.Test == TestCPU:
@@ -75,23 +86,35 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 	case model.IsBrowser(c.Client):
 		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "a " + c.Client + " sample's browser is CPU-bound"}, nil
 	}
-	st, err := stackOf(c.Protocol)
-	if err != nil {
-		return SampleLoad{}, fmt.Errorf("cell %s: %w", c.Key, err)
-	}
-	var bps float64
+	var rtt time.Duration
+	limited := false
 	for _, s := range []string{c.LinkUp, c.LinkDown} {
 		l, err := spec.Parse(s)
 		if err != nil {
 			return SampleLoad{}, fmt.Errorf("cell %s: link %q: %w", c.Key, s, err)
 		}
-		m := estModel{st: st}
-		bps = math.Max(bps, m.throughput(linkFigures(l)))
+		rtt += l.Delay
+		limited = limited || l.RateBps() > 0 || l.Trace != ""
 	}
-	ld := SampleLoad{CPU: loadBase + RefCores*bps/st.capBps}
-	if ld.CPU > LoadBudget(RefCores) {
+	onLink, err := EstimateSample(c, 0)
+	if err != nil {
+		return SampleLoad{}, err
+	}
+	bare := *c
+	bare.LinkUp, bare.LinkDown = "", ""
+	atCap, err := EstimateSample(&bare, 0)
+	if err != nil {
+		return SampleLoad{}, err
+	}
+	busy := max(atCap-estRunnerOverhead, 0)
+	ld := SampleLoad{CPU: loadBase + RefCores*min(1, float64(busy)/float64(max(onLink, time.Microsecond)))}
+	switch {
+	case !limited && rtt < unlimitedRTT:
 		ld.Exclusive = true
-		ld.Reason = fmt.Sprintf("its link carries up to %s, %.2f CPUs", formatBps(bps), ld.CPU)
+		ld.Reason = fmt.Sprintf("its link has no rate limit and adds %v of round trip: the sample measures the machine", rtt)
+	case ld.CPU > LoadBudget(RefCores):
+		ld.Exclusive = true
+		ld.Reason = fmt.Sprintf("it is predicted to keep %.2f CPUs busy", ld.CPU)
 	}
 	return ld, nil
 }
@@ -103,17 +126,6 @@ func LoadBudget(cpus int) float64 { return LoadBudgetShare * float64(max(cpus, 1
 // MaxParallel is the most testbeds a parallel run keeps active on a
 // machine of cpus CPUs.
 func MaxParallel(cpus int) int { return MaxParallelPerCPU * max(cpus, 1) }
-
-// formatBps writes a rate in bit/s with a unit.
-func formatBps(bps float64) string {
-	switch {
-	case bps >= 1e9:
-		return fmt.Sprintf("%.3g Gbit/s", bps/1e9)
-	case bps >= 1e6:
-		return fmt.Sprintf("%.3g Mbit/s", bps/1e6)
-	}
-	return fmt.Sprintf("%.3g kbit/s", bps/1e3)
-}
 
 // Admission is the rule that decides whether a block of samples may start
 // on a free testbed beside the blocks running on the others: at most Slots
