@@ -137,7 +137,8 @@ type dispatch struct {
 	todo      int           // steps this invocation set out to take
 	start     time.Time
 
-	slots     int // the most testbeds active at once
+	slots     int  // the most testbeds active at once
+	capped    bool // the parallelism asked for exceeded plan.MaxParallel
 	rule      plan.Admission
 	first     time.Time
 	doneEst   time.Duration
@@ -175,16 +176,14 @@ func (r *run) parallelism() (n int, capped bool) {
 
 func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	r := d.r
-	n, capped := r.parallelism()
-	if capped {
+	n := d.slots
+	if d.capped {
 		msg := fmt.Sprintf("parallel %d capped at %d testbeds (plan.MaxParallelPerCPU x %d CPUs)", max(r.opts.Parallel, r.plan.Parallel()), n, runtime.NumCPU())
 		fmt.Fprintln(r.opts.Log, "quicbench: "+msg)
 	}
-	d.slots = n
 	d.rule = plan.Admission{Slots: n, Budget: plan.LoadBudget(runtime.NumCPU())}
 	d.model = map[int64]plan.SampleLoad{}
 	d.measured = map[int64]*meanOf{}
-	d.prog.slots = n
 	if err := r.db.SetRunParallel(context.WithoutCancel(ctx), r.runRec.ID, n); err != nil {
 		return err
 	}

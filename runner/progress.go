@@ -160,13 +160,21 @@ func firstLine(s string, n int) string {
 // of the whole plan, or for a resumed run of the samples left. It prints a
 // line in the bar and lines modes; the JSON lines carry no start event and
 // stay one record per sample.
-func (p *progress) start(todo, total int, estimate time.Duration) {
+//
+// On several testbeds (slots > 1) it gives the parallel estimate first and
+// the serial one beside it.
+func (p *progress) start(todo, total int, estimate, parallel time.Duration) {
 	if p.mode != ProgressBar && p.mode != ProgressLines {
 		return
 	}
 	what := plural(total, "sample")
 	if todo < total {
 		what = fmt.Sprintf("%d of %s left", todo, what)
+	}
+	if p.slots > 1 {
+		fmt.Fprintf(p.w, "estimated duration: %s on up to %d testbeds at once, %s one at a time (%s)\n",
+			plan.FormatEstimate(parallel), p.slots, plan.FormatEstimate(estimate), what)
+		return
 	}
 	fmt.Fprintf(p.w, "estimated duration: %s (%s)\n", plan.FormatEstimate(estimate), what)
 }

@@ -44,16 +44,20 @@ func TestProgressStartEstimate(t *testing.T) {
 	for _, tc := range []struct {
 		mode        ProgressMode
 		todo, total int
+		slots       int
 		want        string
 	}{
-		{ProgressLines, 5900, 5900, "estimated duration: 12h (5900 samples)\n"},
-		{ProgressBar, 2361, 5900, "estimated duration: 12h (2361 of 5900 samples left)\n"},
-		{ProgressLines, 1, 1, "estimated duration: 12h (1 sample)\n"},
-		{ProgressJSON, 5900, 5900, ""}, // one record per sample, no start event
-		{ProgressQuiet, 5900, 5900, ""},
+		{ProgressLines, 5900, 5900, 1, "estimated duration: 12h (5900 samples)\n"},
+		{ProgressBar, 2361, 5900, 1, "estimated duration: 12h (2361 of 5900 samples left)\n"},
+		{ProgressLines, 1, 1, 0, "estimated duration: 12h (1 sample)\n"},
+		{ProgressLines, 5900, 5900, 16, "estimated duration: 1h8m on up to 16 testbeds at once, 12h one at a time (5900 samples)\n"},
+		{ProgressJSON, 5900, 5900, 16, ""}, // one record per sample, no start event
+		{ProgressQuiet, 5900, 5900, 1, ""},
 	} {
 		var b strings.Builder
-		newProgress(&b, tc.mode).start(tc.todo, tc.total, 12*time.Hour+10*time.Minute)
+		p := newProgress(&b, tc.mode)
+		p.slots = tc.slots
+		p.start(tc.todo, tc.total, 12*time.Hour+10*time.Minute, time.Hour+8*time.Minute)
 		if b.String() != tc.want {
 			t.Errorf("mode %d: %q, want %q", tc.mode, b.String(), tc.want)
 		}

@@ -142,6 +142,8 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	}
 	prog := newProgress(opts(r).Progress, r.opts.Mode)
 	defer prog.finish()
+	slots, capped := r.parallelism()
+	prog.slots = slots
 	// Each sample's estimate (nil when the plan cannot be estimated: the
 	// ETA then falls back to the mean time per sample).
 	est := sampleEstimates(r.plan, r.cells)
@@ -150,14 +152,20 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		for _, s := range todo {
 			remaining += est[s.Cell.Key]
 		}
-		prog.start(len(todo), sum.Planned, remaining)
+		// On several testbeds: the samples left, shortened by the whole
+		// plan's parallel speed-up (plan.Plan.EstimateWith).
+		par := remaining
+		if e, err := r.plan.EstimateWith(slots); err == nil && slots > 1 && e.Total > 0 {
+			par = time.Duration(float64(remaining) * float64(e.Parallel) / float64(e.Total))
+		}
+		prog.start(len(todo), sum.Planned, remaining, par)
 	}
 	defer r.teardown() // also what a failed setup started
 	if err := r.setup(ctx); err != nil {
 		r.markInterrupted(ctx)
 		return nil, err
 	}
-	d := &dispatch{r: r, ad: ad, sum: sum, prog: prog, est: est, remaining: remaining, todo: len(todo), start: start}
+	d := &dispatch{r: r, ad: ad, sum: sum, prog: prog, est: est, remaining: remaining, todo: len(todo), start: start, slots: slots, capped: capped}
 	err = d.run(ctx, todo)
 	sum.Elapsed = time.Since(start)
 	sum.Overheads = stats.Overheads(d.overheads)
