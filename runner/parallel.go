@@ -418,4 +418,3 @@ func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error
 	})
 	return nil
 }
-
