@@ -40,10 +40,11 @@ var layers = []layer{
 	{name: "measurement", prefixes: []string{"workload", "calibrate"},
 		imports: []string{"plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
 	{name: "report", prefixes: []string{"report"}, imports: []string{"plans and results", "vocabulary"}},
+	{name: "parallel check", prefixes: []string{"parcheck"}, imports: []string{"plans and results", "vocabulary"}},
 	{name: "runner", prefixes: []string{"runner"},
 		imports: []string{"measurement", "plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
 	{name: "cli", prefixes: []string{"cli"},
-		imports: []string{"runner", "report", "measurement", "plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
+		imports: []string{"runner", "report", "parallel check", "measurement", "plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
 	{name: "cmd", prefixes: []string{"cmd"}, imports: []string{"cli"}},
 }
 

@@ -34,6 +34,9 @@ var builtinCounts = map[string]Counts{
 	// protocols = 200 download cells without warm-up, + 2 cpu cells with;
 	// 10 iterations.
 	"size-bandwidth-grid": {Cells: 202, Samples: 2020, Warmups: 2},
+	// check-parallel's plan: 4 grid points x 3 pages x 3 protocols, 20
+	// iterations.
+	"parallel-check": {Cells: 36, Samples: 720, Warmups: 36},
 }
 
 // Quick variants: 2 iterations, no warm-up.
@@ -46,6 +49,7 @@ var quickCounts = map[string]int{
 	"image-transfer":      8,  // none + loss-5 x {12KB, 1MB} x 2
 	"three-sites":         12, // first and last site x 3, for each of the two clients
 	"size-bandwidth-grid": 6,  // 1 point x {5KB, 1MB} x 2 + gigabit cpu x 2
+	"parallel-check":      9,  // 1 grid point x 3 pages x 3
 }
 
 func TestBuiltinCounts(t *testing.T) {
@@ -196,7 +200,7 @@ func TestBuiltinsList(t *testing.T) {
 		}
 	}
 	_, err := Builtin("degraded-network")
-	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid)` {
+	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, parallel-check)` {
 		t.Errorf("Builtin(typo) error = %v", err)
 	}
 }
