@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/quicbench/quicbench/forward"
 	"github.com/quicbench/quicbench/internal/sysinfo"
 )
@@ -78,6 +80,10 @@ type ParallelPhase struct {
 	// machine, other processes included; -1 when unknown.
 	CPUBusyPercent float64 `json:"cpu_busy_percent"`
 	StealMs        float64 `json:"steal_ms"`
+	// ProcessCPUPercent is this process's CPU time over the phase, in % of
+	// one core (getrusage): the N testbeds' forwarders with the kernel work
+	// done in their system calls, and the probe senders and receivers.
+	ProcessCPUPercent float64 `json:"process_cpu_percent"`
 	// FloorP50Us and FloorP99Us are the one-way delays of probes over the
 	// veth pair sent during the phase: the measurement's own error under
 	// the same load.
@@ -261,6 +267,7 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 
 	r0.timer.Take()
 	phase0 := time.Now()
+	self0 := processCPU()
 	cpu0, cpuErr0 := sysinfo.ReadCPUTimes()
 	var wg sync.WaitGroup
 	for _, p := range ps {
@@ -271,6 +278,9 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 	machine := r0.timer.Take()
 	phaseLen := time.Since(phase0)
 	cpu1, cpuErr1 := sysinfo.ReadCPUTimes()
+	if self0 >= 0 && phaseLen > 0 {
+		out.ProcessCPUPercent = 100 * float64(processCPU()-self0) / float64(phaseLen)
+	}
 	stolen := time.Duration(-1)
 	if cpuErr0 == nil && cpuErr1 == nil {
 		stolen = sysinfo.StealBetween(cpu0, cpu1)
@@ -334,6 +344,16 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 	out.OK = out.Pooled.Probes > 0 && out.Pooled.P50Us <= us(TolDelayP50) && out.Pooled.P99Us <= us(TolDelayP99) &&
 		out.WorstP50Us <= us(TolDelayP50) && out.WorstP99Us <= us(TolDelayP99)
 	return out, nil
+}
+
+// processCPU is this process's user and system CPU time so far (-1:
+// unknown).
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return -1
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
