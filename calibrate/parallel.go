@@ -84,6 +84,9 @@ type ParallelPhase struct {
 	// one core (getrusage): the N testbeds' forwarders with the kernel work
 	// done in their system calls, and the probe senders and receivers.
 	ProcessCPUPercent float64 `json:"process_cpu_percent"`
+	// ForwarderCPUPercent is the part of it the testbeds' forwarding
+	// threads took, summed over the testbeds (schedstat), in % of one core.
+	ForwarderCPUPercent float64 `json:"forwarder_cpu_percent"`
 	// FloorP50Us and FloorP99Us are the one-way delays of probes over the
 	// veth pair sent during the phase: the measurement's own error under
 	// the same load.
@@ -268,6 +271,7 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 	r0.timer.Take()
 	phase0 := time.Now()
 	self0 := processCPU()
+	fwd0 := forwarderCPU(runs)
 	cpu0, cpuErr0 := sysinfo.ReadCPUTimes()
 	var wg sync.WaitGroup
 	for _, p := range ps {
@@ -280,6 +284,9 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 	cpu1, cpuErr1 := sysinfo.ReadCPUTimes()
 	if self0 >= 0 && phaseLen > 0 {
 		out.ProcessCPUPercent = 100 * float64(processCPU()-self0) / float64(phaseLen)
+	}
+	if phaseLen > 0 {
+		out.ForwarderCPUPercent = 100 * float64(forwarderCPU(runs)-fwd0) / float64(phaseLen)
 	}
 	stolen := time.Duration(-1)
 	if cpuErr0 == nil && cpuErr1 == nil {
@@ -344,6 +351,15 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 	out.OK = out.Pooled.Probes > 0 && out.Pooled.P50Us <= us(TolDelayP50) && out.Pooled.P99Us <= us(TolDelayP99) &&
 		out.WorstP50Us <= us(TolDelayP50) && out.WorstP99Us <= us(TolDelayP99)
 	return out, nil
+}
+
+// forwarderCPU is the CPU time of every testbed's forwarding threads.
+func forwarderCPU(runs []*run) time.Duration {
+	var t time.Duration
+	for _, r := range runs {
+		t += r.tb.ForwarderCPU()
+	}
+	return t
 }
 
 // processCPU is this process's user and system CPU time so far (-1:
