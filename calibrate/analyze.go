@@ -117,6 +117,7 @@ func (r *run) analyzeProbes(dir int, label string, idle bool, col *collector, re
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", dirNames[dir], label, err)
 	}
+	r.samples = append(r.samples, keptSample{dir: dir, idle: idle, s: s})
 	dn := dirNames[dir]
 	add := func(f Figure) {
 		f.Direction = dn

@@ -3,6 +3,7 @@ package calibrate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -245,4 +246,38 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/packet")
+}
+
+// BenchmarkParallelDelayPrecision: the per-packet delay error with N
+// testbeds running the idle and loaded probe phases at once (RunParallel),
+// `delay 25ms rate 10mbit` each way, 5,000 probes per direction and
+// testbed. Targets, pooled and for the worst testbed: p50 within 50 us,
+// p99 within 150 us. Metrics are the worst over iterations and phases;
+// cpu-busy-pct is the machine's busy share during the phases (every
+// process, /proc/stat).
+func BenchmarkParallelDelayPrecision(b *testing.B) {
+	requireRoot(b)
+	l := mustParse(b, "delay 25ms rate 10mbit")
+	for _, n := range []int{1, 4, 8, 16} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			var p50, p99, w50, w99, f99, busy float64
+			for b.Loop() {
+				rep, err := RunParallel(context.Background(), Config{Up: l, Down: l, Seed: 1, Packets: 5000}, []int{n})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, ph := range rep.Parallel[0].Phases {
+					p50, p99 = max(p50, ph.Pooled.P50Us), max(p99, ph.Pooled.P99Us)
+					w50, w99 = max(w50, ph.WorstP50Us), max(w99, ph.WorstP99Us)
+					f99, busy = max(f99, ph.FloorP99Us), max(busy, ph.CPUBusyPercent)
+				}
+			}
+			b.ReportMetric(p50, "p50-err-us")
+			b.ReportMetric(p99, "p99-err-us")
+			b.ReportMetric(w50, "worst-p50-err-us")
+			b.ReportMetric(w99, "worst-p99-err-us")
+			b.ReportMetric(f99, "floor-p99-us")
+			b.ReportMetric(busy, "cpu-busy-pct")
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -184,7 +185,9 @@ type Report struct {
 	Goodput      []Goodput `json:"goodput,omitempty"`
 	CPU          []CPU     `json:"cpu,omitempty"`
 	Warnings     []string  `json:"warnings,omitempty"`
-	OK           bool      `json:"ok"` // no judged figure failed
+	// Parallel holds RunParallel's results, one per number of testbeds.
+	Parallel []ParallelResult `json:"parallel,omitempty"`
+	OK       bool             `json:"ok"` // no judged figure failed
 }
 
 // Failed returns the judged figures outside their tolerance.
@@ -267,6 +270,16 @@ type run struct {
 	soak *soaker
 
 	closers []io.Closer
+
+	// samples are the probe phases' samples, in the order analyzed.
+	samples []keptSample
+}
+
+// keptSample is one direction's probe sample of one phase.
+type keptSample struct {
+	dir  int
+	idle bool
+	s    *probeSample
 }
 
 // timerProbePeriod is the sleep of the machine's timer baseline thread: a
@@ -306,12 +319,26 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // newRun validates cfg, then builds the testbed, the veth pair and the
 // calibration sockets. The caller closes the run.
 func newRun(ctx context.Context, cfg Config) (*run, error) {
+	id := make([]byte, 4)
+	_, _ = rand.Read(id)
+	return newRunWith(ctx, cfg, runOptions{name: "cal" + hex.EncodeToString(id), veth: true, timer: true})
+}
+
+// runOptions say what newRunWith builds besides the testbed.
+type runOptions struct {
+	name  string // the testbed's
+	veth  bool   // the veth pair of the floor (and its sockets)
+	timer bool   // the machine's timer baseline thread
+}
+
+// newRunWith is newRun with a given testbed name and, optionally, without
+// the veth pair or the timer baseline (RunParallel builds them once, not
+// per testbed).
+func newRunWith(ctx context.Context, cfg Config, o runOptions) (*run, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	id := make([]byte, 4)
-	_, _ = rand.Read(id)
-	tb, err := netns.New(ctx, netns.Config{Name: "cal" + hex.EncodeToString(id), Up: cfg.Up, Down: cfg.Down, Seed: cfg.Seed, CC: cfg.CC})
+	tb, err := netns.New(ctx, netns.Config{Name: o.name, Up: cfg.Up, Down: cfg.Down, Seed: cfg.Seed, CC: cfg.CC})
 	if err != nil {
 		return nil, err
 	}
@@ -330,19 +357,27 @@ func newRun(ctx context.Context, cfg Config) (*run, error) {
 			vsys[k] = v
 		}
 	}
-	if r.veth, err = newVethPair(vsys); err != nil {
-		r.close()
-		return nil, err
+	if o.veth {
+		if r.veth, err = newVethPair(vsys); err != nil {
+			r.close()
+			return nil, err
+		}
 	}
 	if err := r.setup(); err != nil {
 		r.close()
 		return nil, err
 	}
-	up, _ := tb.ForwarderStats()
-	r.rep.Realtime = up.Realtime
-	if r.timer, err = forward.StartTimerProbe(emu.MonotonicClock(), timerProbePeriod, up.Realtime); err != nil {
+	if err := r.vethReady(); err != nil {
 		r.close()
 		return nil, err
+	}
+	up, _ := tb.ForwarderStats()
+	r.rep.Realtime = up.Realtime
+	if o.timer {
+		if r.timer, err = forward.StartTimerProbe(emu.MonotonicClock(), timerProbePeriod, up.Realtime); err != nil {
+			r.close()
+			return nil, err
+		}
 	}
 	return r, nil
 }
@@ -389,6 +424,9 @@ func (r *run) setup() error {
 			return err
 		}
 		add(r.bulkTx[dir])
+	}
+	if r.veth == nil {
+		return nil
 	}
 	if r.vrx, err = newReceiver(r.veth, netns.Server); err != nil {
 		return err
@@ -437,28 +475,13 @@ func (r *run) nextPhase() byte {
 func (r *run) floor() error {
 	n := min(r.cfg.Packets, floorProbes)
 	r.progress("measurement floor: %d probes over a veth pair", n)
-	ph := r.nextPhase()
-	off0 := realtimeOffset()
-	col := newCollector(ph, n, off0)
-	stop := collect([]*receiver{r.vrx}, []*collector{col})
-	var recs []sendRec
-	r.runFlows([]*flow{newProbeFlow(r.vtx, ph, n, time.Second/probeRate, &recs)})
+	fp := r.startFloor(n, time.Second/probeRate)
+	r.runFlows([]*flow{fp.flow})
 	time.Sleep(50 * time.Millisecond)
-	if err := stop(); err != nil {
-		return fmt.Errorf("veth receiver: %w", err)
+	d, err := fp.finish("floor")
+	if err != nil {
+		return err
 	}
-	r.checkClock("floor", off0)
-	sendT := sendTimes(recs, n)
-	var owd []float64
-	for seq, p := range col.probes {
-		if p.copies > 0 && sendT[seq] != 0 {
-			owd = append(owd, float64(p.rx-sendT[seq]))
-		}
-	}
-	if len(owd) == 0 {
-		return errors.New("no probe crossed the veth pair")
-	}
-	d := summarize(owd)
 	for _, q := range []struct {
 		name string
 		v    float64
@@ -466,10 +489,86 @@ func (r *run) floor() error {
 		r.rep.Figures = append(r.rep.Figures, Figure{Name: "floor: one-way delay over veth " + q.name, Unit: "us",
 			Measured: q.v / 1e3, Tolerance: "-", Status: StatusInfo, Note: "measurement error bound"})
 	}
-	if lost := len(recs) - len(owd); lost > 0 {
-		r.warn("floor: %d of %d probes over the veth pair did not arrive (socket overflow %d)", lost, len(recs), r.vrx.ovfl)
-	}
 	return nil
+}
+
+// vethReady waits until a probe crosses the veth pair. A new pair drops
+// packets until the kernel has noted its carrier and activated its queue,
+// which its link watcher may defer by up to a second: a floor measured
+// before then would count its first probes lost, or, when it is short, see
+// none arrive.
+func (r *run) vethReady() error {
+	if r.veth == nil {
+		return nil
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		ph := r.nextPhase()
+		col := newCollector(ph, 1, realtimeOffset())
+		stop := collect([]*receiver{r.vrx}, []*collector{col})
+		var recs []sendRec
+		r.runFlows([]*flow{newProbeFlow(r.vtx, ph, 1, time.Millisecond, &recs)})
+		time.Sleep(5 * time.Millisecond)
+		if err := stop(); err != nil {
+			return fmt.Errorf("veth receiver: %w", err)
+		}
+		if col.probes[0].copies > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("veth pair: no probe crossed it within 3 s")
+		}
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// floorPhase is a probe flow over the veth pair in progress: its receiver
+// runs from startFloor until finish; the caller runs flow.
+type floorPhase struct {
+	r    *run
+	flow *flow
+	col  *collector
+	recs []sendRec
+	n    int
+	off0 int64
+	stop func() error
+}
+
+// startFloor prepares n probes over the veth pair, interval apart, and
+// starts their receiver.
+func (r *run) startFloor(n int, interval time.Duration) *floorPhase {
+	ph := r.nextPhase()
+	fp := &floorPhase{r: r, n: n, off0: realtimeOffset()}
+	fp.col = newCollector(ph, n, fp.off0)
+	fp.stop = collect([]*receiver{r.vrx}, []*collector{fp.col})
+	fp.flow = newProbeFlow(r.vtx, ph, n, interval, &fp.recs)
+	return fp
+}
+
+// finish stops the receiver and summarizes the one-way delays (ns) of the
+// probes that arrived, warning (as phase) about those that did not.
+func (fp *floorPhase) finish(phase string) (dist, error) {
+	r := fp.r
+	if err := fp.stop(); err != nil {
+		return dist{}, fmt.Errorf("veth receiver: %w", err)
+	}
+	r.checkClock(phase, fp.off0)
+	sendT := sendTimes(fp.recs, fp.n)
+	var owd []float64
+	for seq, p := range fp.col.probes {
+		if p.copies > 0 && sendT[seq] != 0 {
+			owd = append(owd, float64(p.rx-sendT[seq]))
+		}
+	}
+	if len(owd) == 0 {
+		return dist{}, errors.New("no probe crossed the veth pair")
+	}
+	if lost := len(fp.recs) - len(owd); lost > 0 {
+		r.warn("%s: %d of %d probes over the veth pair did not arrive (socket overflow %d)", phase, lost, len(fp.recs), r.vrx.ovfl)
+	}
+	return summarize(owd), nil
 }
 
 // checkClock warns when CLOCK_REALTIME was stepped during a phase.
@@ -592,44 +691,14 @@ func (r *run) checkOutside(phase string, before outside, dirs ...int) {
 
 // probes runs the idle or loaded probe phase in both directions at once.
 func (r *run) probes(loaded bool) error {
-	ph := r.nextPhase()
-	if err := r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed); err != nil {
+	p, err := r.startProbes(loaded)
+	if err != nil {
 		return err
 	}
-	name := "idle"
-	var flows []*flow
-	var recs [2][]sendRec
-	cols := make([]*collector, 2)
-	off0 := realtimeOffset()
-	longest := 0.0
-	for dir := range 2 {
-		pps := probeRatePPS(r.links[dir])
-		longest = max(longest, float64(r.cfg.Packets)/pps)
-		cols[dir] = newCollector(ph, r.cfg.Packets, off0)
-		flows = append(flows, newProbeFlow(r.probeTx[dir], ph, r.cfg.Packets, time.Duration(1e9/pps), &recs[dir]))
-	}
-	var loads [2]float64
-	if loaded {
-		name = "load"
-		for dir := range 2 {
-			loads[dir] = loadRate(r.links[dir])
-			flows = append(flows, newBulkFlow(r.bulkTx[dir], kindLoad, ph, loads[dir], time.Duration(longest*1e9), &recs[dir]))
-		}
-		// Probes and load leave from one loop, interleaved in time order,
-		// so the model sees them in the order the link did: the bulk
-		// flows share its thread.
-	}
-	r.progress("%s phase: %d probes per direction (%.1f s)%s", name, r.cfg.Packets, longest, map[bool]string{true: " with bulk UDP load", false: ""}[loaded])
-	before := r.outsideSnapshot()
-	stop := collect(r.rx[:], cols)
 	r.timer.Take()
 	phase0 := time.Now()
 	cpu0, cpuErr0 := sysinfo.ReadCPUTimes()
-	r.runFlows(flows)
-	if !r.waitIdle(max(drainLimit(r.links[0]), drainLimit(r.links[1]))) && r.ctx.Err() == nil {
-		r.warn("%s: the link still held packets when the phase ended", name)
-	}
-	time.Sleep(20 * time.Millisecond)
+	p.send()
 	machine := r.timer.Take()
 	phaseLen := time.Since(phase0)
 	cpu1, cpuErr1 := sysinfo.ReadCPUTimes()
@@ -637,33 +706,109 @@ func (r *run) probes(loaded bool) error {
 	if cpuErr0 == nil && cpuErr1 == nil {
 		stolen = sysinfo.StealBetween(cpu0, cpu1)
 	}
-	if err := stop(); err != nil {
+	return p.finish(machine, phaseLen, stolen)
+}
+
+// probePhase is an idle or loaded probe phase of one testbed in progress:
+// startProbes prepares it and starts its receivers, send runs its traffic
+// until the link is idle again, finish turns it into figures. Several
+// testbeds' phases can run at once (RunParallel): one send each,
+// concurrently.
+type probePhase struct {
+	r       *run
+	loaded  bool
+	name    string
+	flows   []*flow
+	recs    [2][]sendRec
+	cols    []*collector
+	loads   [2]float64
+	longest float64 // seconds the probes take
+	off0    int64
+	before  outside
+	stop    func() error
+
+	// Filled in by finish: the losses outside the pipelines after the
+	// phase, its figures and its samples.
+	after   outside
+	figures []Figure
+	samples []keptSample
+}
+
+// startProbes rebuilds the pipelines (same seed), prepares the phase's
+// flows and starts its receivers.
+func (r *run) startProbes(loaded bool) (*probePhase, error) {
+	ph := r.nextPhase()
+	if err := r.tb.SetLink(r.links[0], r.links[1], r.cfg.Seed); err != nil {
+		return nil, err
+	}
+	p := &probePhase{r: r, loaded: loaded, name: "idle", cols: make([]*collector, 2), off0: realtimeOffset()}
+	for dir := range 2 {
+		pps := probeRatePPS(r.links[dir])
+		p.longest = max(p.longest, float64(r.cfg.Packets)/pps)
+		p.cols[dir] = newCollector(ph, r.cfg.Packets, p.off0)
+		p.flows = append(p.flows, newProbeFlow(r.probeTx[dir], ph, r.cfg.Packets, time.Duration(1e9/pps), &p.recs[dir]))
+	}
+	if loaded {
+		p.name = "load"
+		for dir := range 2 {
+			p.loads[dir] = loadRate(r.links[dir])
+			p.flows = append(p.flows, newBulkFlow(r.bulkTx[dir], kindLoad, ph, p.loads[dir], time.Duration(p.longest*1e9), &p.recs[dir]))
+		}
+		// Probes and load leave from one loop, interleaved in time order,
+		// so the model sees them in the order the link did: the bulk
+		// flows share its thread.
+	}
+	r.progress("%s phase: %d probes per direction (%.1f s)%s", p.name, r.cfg.Packets, p.longest, map[bool]string{true: " with bulk UDP load", false: ""}[loaded])
+	p.before = r.outsideSnapshot()
+	p.stop = collect(r.rx[:], p.cols)
+	return p, nil
+}
+
+// send runs the phase's traffic and waits until the link has delivered it.
+func (p *probePhase) send() {
+	r := p.r
+	r.runFlows(p.flows)
+	if !r.waitIdle(max(drainLimit(r.links[0]), drainLimit(r.links[1]))) && r.ctx.Err() == nil {
+		r.warn("%s: the link still held packets when the phase ended", p.name)
+	}
+	time.Sleep(20 * time.Millisecond)
+}
+
+// finish stops the receivers and adds the phase's figures; machine,
+// phaseLen and stolen are the machine's timer baseline over the phase
+// (machineFigures; none when machine.Wakeups is 0).
+func (p *probePhase) finish(machine forward.TimerStats, phaseLen, stolen time.Duration) error {
+	r, name := p.r, p.name
+	if err := p.stop(); err != nil {
 		return fmt.Errorf("%s phase receiver: %w", name, err)
 	}
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	r.checkClock(name+" phase", off0)
-	r.checkOutside(name+" phase", before, dirUp, dirDown)
-	for _, f := range flows {
+	r.checkClock(name+" phase", p.off0)
+	r.checkOutside(name+" phase", p.before, dirUp, dirDown)
+	for _, f := range p.flows {
 		if f.errs > 0 {
 			r.warn("%s phase: %d packets could not be sent: %v", name, f.errs, f.lastErr)
 		}
 	}
 	after := r.outsideSnapshot()
-	first := len(r.rep.Figures)
+	p.after = after
+	first, firstSample := len(r.rep.Figures), len(r.samples)
 	for dir := range 2 {
 		label := "idle"
-		if loaded {
-			label = fmt.Sprintf("under %s load", fmtBps(loads[dir]))
+		if p.loaded {
+			label = fmt.Sprintf("under %s load", fmtBps(p.loads[dir]))
 		}
-		if err := r.analyzeProbes(dir, label, !loaded, cols[dir], recs[dir]); err != nil {
+		if err := r.analyzeProbes(dir, label, !p.loaded, p.cols[dir], p.recs[dir]); err != nil {
 			return err
 		}
-		r.wakeFigures(dir, label, before.fwd[dir], after.fwd[dir])
+		r.wakeFigures(dir, label, p.before.fwd[dir], after.fwd[dir])
 	}
-	phase := map[bool]string{false: "idle", true: "loaded"}[loaded]
+	phase := map[bool]string{false: "idle", true: "loaded"}[p.loaded]
 	r.machineFigures(phase, machine, phaseLen, stolen, first)
+	p.figures = slices.Clone(r.rep.Figures[first:])
+	p.samples = slices.Clone(r.samples[firstSample:])
 	return nil
 }
 

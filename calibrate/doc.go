@@ -142,6 +142,17 @@
 // Throughput and CPU figures are shown next to the issue's targets but never
 // judged: they depend on the machine, not on the link's configuration.
 //
+// # Parallel testbeds
+//
+// RunParallel (`quicbench calibrate --parallel N[,N...]`) builds N testbeds
+// with the same links, each with its own forwarder, and runs the idle and
+// loaded phases above on all of them at once, for each N in turn. It
+// reports the per-packet delay error per testbed and direction, pooled
+// over the testbeds and for the worst one, judged against the delay
+// tolerances, with the veth floor and the machine's timer baseline measured
+// during the same phases, the machine's CPU busy share (/proc/stat) and the
+// process's and forwarders' CPU.
+//
 // Run returns a Report; Report.Failed lists the judged figures outside
 // their tolerance.
 //

@@ -89,6 +89,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 				c.CorePercent, c.SyscallsPerPacket, c.WakeupsPerPacket)
 		}
 	}
+	if len(r.Parallel) > 0 {
+		r.writeParallel(&b)
+	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "\nwarning: %s", wn)
 	}
@@ -113,4 +116,25 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(r)
+}
+
+// writeParallel writes RunParallel's summary: one line per number of
+// testbeds and phase.
+func (r *Report) writeParallel(b *strings.Builder) {
+	fmt.Fprintf(b, "\nparallel testbeds: per-packet delay error (measured - model), us; targets p50 <= %d, p99 <= %d; CPU busy: the machine, all CPUs; this process and its forwarding threads: %% of one core\n",
+		TolDelayP50.Microseconds(), TolDelayP99.Microseconds())
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "testbeds\tphase\tprobes\tpooled p50\tpooled p99\tworst p50\tworst p99\tworst testbed\tfloor p50/p99\tmachine late max\tCPU busy\tthis process\tforwarders\tresult")
+	for _, p := range r.Parallel {
+		for _, ph := range p.Phases {
+			res := "ok"
+			if !ph.OK {
+				res = StatusFail
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%.1f/%.1f\t%.0f\t%.0f%%\t%.0f%%\t%.0f%%\t%s\n",
+				p.Testbeds, ph.Phase, ph.Pooled.Probes, ph.Pooled.P50Us, ph.Pooled.P99Us, ph.WorstP50Us, ph.WorstP99Us,
+				ph.WorstTestbed, ph.FloorP50Us, ph.FloorP99Us, ph.MachineLateMaxUs, ph.CPUBusyPercent, ph.ProcessCPUPercent, ph.ForwarderCPUPercent, res)
+		}
+	}
+	tw.Flush()
 }

@@ -23,6 +23,15 @@ func init() {
 // command line gets as far as building anything.
 var runCalibration = calibrate.Run
 
+// runParallelCalibration is calibrate.RunParallel, replaced by tests as
+// runCalibration is.
+var runParallelCalibration = calibrate.RunParallel
+
+// defaultParallelLink is calibrate --parallel's link when none is given:
+// a delay and a rate, so that every testbed's load is link-bound (as the
+// samples of a run are) rather than 100 Mbit/s each.
+const defaultParallelLink = "delay 25ms rate 10mbit"
+
 func newCalibrateCmd(env *Env) *cobra.Command {
 	var (
 		packets    int
@@ -30,9 +39,10 @@ func newCalibrateCmd(env *Env) *cobra.Command {
 		jsonOut    bool
 		throughput bool
 		quiet      bool
+		parallel   string
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate [--link SPEC | --up SPEC --down SPEC] [--seed N] [--packets N] [--duration D] [--throughput] [--json]",
+		Use:   "calibrate [--link SPEC | --up SPEC --down SPEC] [--seed N] [--packets N] [--duration D] [--throughput | --parallel N[,N...]] [--json]",
 		Short: "Measure what the emulated link really does and compare it with its spec; exit 1 when a figure is out of tolerance",
 		Long: `calibrate builds a testbed with the given link, sends its own probe traffic between the two
 namespaces and measures, per direction: one-way delay p50, p99 and max (idle and under a bulk
@@ -50,13 +60,23 @@ the emulated link with the same over the veth pair, and measures the emulator's 
 pair (shaped by the kernel's tbf where the emulator enforces a rate). The bulk endpoints run as separate quicbench processes inside the namespaces (as
 quicbench run's server and agent do), not in the process that hosts the emulator.
 
+With --parallel N it builds N testbeds (each with its own namespaces, TUN devices and
+forwarder, in this process, as quicbench run --parallel does) and runs the idle and loaded
+probe phases on all of them at once; a list (--parallel 1,4,8,16) measures each N in turn.
+It reports the per-packet delay error (measured minus the seeded model's delay of each probe)
+p50 and p99 per testbed and direction, pooled over the testbeds, and of the worst testbed,
+against the targets (p50 50 us, p99 150 us), next to the veth floor measured in the same run
+and the machine's CPU busy share (/proc/stat, every process) during each phase. The default
+link of this mode is "` + defaultParallelLink + `" each way.
+
 Exit status: 0 when every judged figure is within tolerance, 1 naming the ones that are not,
 2 for bad input, 3 when the machine cannot build namespaces. Methods and tolerances:
 package calibrate's documentation (go doc github.com/quicbench/quicbench/calibrate).`,
 		Example: `  quicbench calibrate --link "delay 25ms"
   quicbench calibrate --link "delay 20ms loss 2%" --packets 50000 --seed 7
   quicbench calibrate --up "rate 10mbit" --down "rate 100mbit delay 10ms" --json
-  quicbench calibrate --link "delay 10ms" --throughput --duration 5s`,
+  quicbench calibrate --link "delay 10ms" --throughput --duration 5s
+  quicbench calibrate --parallel 1,4,8,16 --packets 10000`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return Usage(fmt.Errorf("unexpected argument %q", args[0]), `calibrate takes only flags; quote a link spec: --link "delay 25ms"`)
@@ -71,7 +91,23 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 	fs.BoolVar(&throughput, "throughput", false, "also compare TCP, TLS and QUIC goodput with a plain veth pair, and measure the emulator's CPU")
 	fs.BoolVar(&jsonOut, "json", false, "write the report as JSON")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on standard error")
+	fs.StringVar(&parallel, "parallel", "", "number of testbeds active at once, or a comma-separated list of them to sweep (e.g. 1,4,8,16): delay precision with N testbeds (default link \""+defaultParallelLink+"\")")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var counts []int
+		if fs.Changed("parallel") {
+			var err error
+			if counts, err = calibrate.ParseParallel(parallel); err != nil {
+				return Usage(fmt.Errorf("--parallel %q: %w", parallel, err), fmt.Sprintf("give a number of testbeds from 1 to %d, or a list such as 1,4,8,16", calibrate.MaxParallel))
+			}
+			if throughput {
+				return Usage(errors.New("--parallel and --throughput cannot be combined"), "")
+			}
+			if !fs.Changed("link") && !fs.Changed("up") && !fs.Changed("down") {
+				if err := fs.Set("link", defaultParallelLink); err != nil {
+					return err
+				}
+			}
+		}
 		up, down, err := lf.Links()
 		if err != nil {
 			return err
@@ -90,11 +126,17 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 		if !quiet {
 			progress = env.Stderr
 		}
-		rep, err := runCalibration(cmd.Context(), calibrate.Config{
+		cfg := calibrate.Config{
 			Up: up, Down: down, Seed: lf.Seed, CC: lf.CC,
 			Packets: packets, Duration: duration, Throughput: throughput, Progress: progress,
 			Exe: env.Exe,
-		})
+		}
+		var rep *calibrate.Report
+		if counts != nil {
+			rep, err = runParallelCalibration(cmd.Context(), cfg, counts)
+		} else {
+			rep, err = runCalibration(cmd.Context(), cfg)
+		}
 		if err != nil {
 			if ctxErr := cmd.Context().Err(); ctxErr != nil {
 				return ctxErr

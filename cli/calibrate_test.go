@@ -146,3 +146,101 @@ func TestCalibrateBulkHidden(t *testing.T) {
 		t.Errorf("%s server with no configuration: exit %d, stderr %q", calibrate.BulkCommand, code, stderr)
 	}
 }
+
+// stubParallel replaces calibrate.RunParallel for the test, recording calls.
+func stubParallel(t *testing.T, fn func(calibrate.Config, []int) (*calibrate.Report, error)) *[][]int {
+	t.Helper()
+	var calls [][]int
+	old := runParallelCalibration
+	runParallelCalibration = func(_ context.Context, cfg calibrate.Config, ns []int) (*calibrate.Report, error) {
+		calls = append(calls, ns)
+		return fn(cfg, ns)
+	}
+	t.Cleanup(func() { runParallelCalibration = old })
+	return &calls
+}
+
+func TestCalibrateParallelBadInput(t *testing.T) {
+	calls := stubParallel(t, func(calibrate.Config, []int) (*calibrate.Report, error) {
+		t.Error("a bad command line reached the calibration")
+		return nil, nil
+	})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--parallel", "0"}, `--parallel "0": 0 testbeds: want 1 to 64`},
+		{[]string{"calibrate", "--parallel", "abc"}, `--parallel "abc": "abc" is not a number of testbeds`},
+		{[]string{"calibrate", "--parallel", "1,x"}, `--parallel "1,x": "x" is not a number`},
+		{[]string{"calibrate", "--parallel", ""}, `--parallel ""`},
+		{[]string{"calibrate", "--parallel", "65"}, "65 testbeds"},
+		{[]string{"calibrate", "--parallel", "2", "--throughput"}, "cannot be combined"},
+		{[]string{"calibrate", "--parallel", "2", "--link", "delay -1ms"}, `"-1ms"`},
+	} {
+		code, _, stderr := calCLI(c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "panic") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming %q", c.args, code, stderr, c.want)
+		}
+	}
+	if len(*calls) != 0 {
+		t.Fatalf("%d calibrations started", len(*calls))
+	}
+}
+
+func TestCalibrateParallelFlags(t *testing.T) {
+	requireRootCLI(t) // otherwise the command re-executes itself rootless
+	var cfgs []calibrate.Config
+	calls := stubParallel(t, func(cfg calibrate.Config, ns []int) (*calibrate.Report, error) {
+		cfgs = append(cfgs, cfg)
+		rep := stubReport(false)
+		rep.Parallel = []calibrate.ParallelResult{{Testbeds: ns[0], OK: true}}
+		return rep, nil
+	})
+	stubCalibration(t, func(calibrate.Config) (*calibrate.Report, error) {
+		t.Error("--parallel ran the single-testbed calibration")
+		return nil, nil
+	})
+	code, stdout, stderr := calCLI("calibrate", "--parallel", "1,4, 8", "--packets", "1000", "--json", "-q")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep calibrate.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Parallel) != 1 || rep.Parallel[0].Testbeds != 1 {
+		t.Fatalf("--json: %v\n%s", err, stdout)
+	}
+	if got := (*calls)[0]; len(got) != 3 || got[0] != 1 || got[1] != 4 || got[2] != 8 {
+		t.Errorf("counts passed: %v", got)
+	}
+	// No link given: the mode's link-bound default.
+	if cfg := cfgs[0]; cfg.Up.String() != "delay 25ms rate 10mbit" || cfg.Down.String() != cfg.Up.String() || cfg.Packets != 1000 {
+		t.Errorf("config passed: up %q down %q, %d probes", cfg.Up, cfg.Down, cfg.Packets)
+	}
+	// A link given is used as it is.
+	if code, _, stderr = calCLI("calibrate", "--parallel", "2", "--up", "delay 9ms rate 2mbit", "-q"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if cfg := cfgs[1]; cfg.Up.String() != "delay 9ms rate 2mbit" || cfg.Down.String() != "none" {
+		t.Errorf("config passed: up %q down %q", cfg.Up, cfg.Down)
+	}
+}
+
+// TestCalibrateParallelReal: two real testbeds at once, through the
+// command line; the exit status must agree with the report.
+func TestCalibrateParallelReal(t *testing.T) {
+	requireRootCLI(t)
+	if testing.Short() {
+		t.Skip("builds testbeds")
+	}
+	code, stdout, stderr := calCLI("calibrate", "--parallel", "2", "--link", "delay 2ms rate 20mbit", "--packets", "200", "--json", "-q")
+	var rep calibrate.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("exit %d, stdout is not JSON: %v\n%s\n%s", code, err, stdout, stderr)
+	}
+	if (code == ExitOK) != rep.OK || (code != ExitOK && code != ExitFailure) {
+		t.Fatalf("exit %d with report OK=%v\n%s", code, rep.OK, stderr)
+	}
+	if len(rep.Parallel) != 1 || rep.Parallel[0].Testbeds != 2 || len(rep.Parallel[0].Phases) != 2 ||
+		len(rep.Parallel[0].Phases[1].Testbeds) != 2 || rep.Parallel[0].Phases[1].Pooled.Probes == 0 {
+		t.Fatalf("report: %+v", rep.Parallel)
+	}
+}
