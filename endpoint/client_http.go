@@ -162,7 +162,7 @@ func (f *fetcher) httpExchange(ctx context.Context, rq *request, url, method str
 	}
 	if rq.upload > 0 {
 		method = http.MethodPost
-		pr = &progressReader{r: content.Reader(rq.upload), wd: rq.wd}
+		pr = &progressReader{r: content.Reader(rq.upload), rq: rq}
 		body = pr
 	}
 	var sent, first atomic.Int64

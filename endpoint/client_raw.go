@@ -103,7 +103,7 @@ func (f *fetcher) rawExchange(ctx context.Context, rq *request, rw io.ReadWriter
 	}
 	if rr.Upload > 0 {
 		buf := make([]byte, 64<<10)
-		n, err := io.CopyBuffer(onlyWriter{rw}, &progressReader{r: content.Reader(int64(rr.Upload)), wd: rq.wd}, buf)
+		n, err := io.CopyBuffer(onlyWriter{rw}, &progressReader{r: content.Reader(int64(rr.Upload)), rq: rq}, buf)
 		rq.t.UploadBytes = n
 		if err != nil {
 			return err

@@ -337,3 +337,52 @@ func TestWatchdogPhases(t *testing.T) {
 		}
 	})
 }
+
+// TestConnectionProgress: on a multiplexed connection, bytes of any of its
+// requests keep every request in flight on it alive; a request of another
+// connection is not, and once the connection stops moving data its
+// requests time out.
+func TestConnectionProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var conn, other connProgress
+		a, wa := newWatchdog(context.Background(), PhaseIdle, 10*time.Second)
+		b, wb := newWatchdog(context.Background(), PhaseIdle, 10*time.Second)
+		c, wc := newWatchdog(context.Background(), PhaseIdle, 10*time.Second)
+		conn.add(wa)
+		conn.add(wb)
+		other.add(wc)
+		ra := &request{wd: wa, conn: &conn}
+		for range 5 { // 30 s in which only a's stream gets its turns
+			time.Sleep(6 * time.Second)
+			ra.progress()
+		}
+		synctest.Wait()
+		if a.Err() != nil || b.Err() != nil {
+			t.Fatalf("a request of a connection that moved data every 6 s timed out: a %v, b %v", context.Cause(a), context.Cause(b))
+		}
+		if c.Err() == nil {
+			t.Fatal("a request of another connection was kept alive")
+		}
+		conn.remove(wa)
+		wa.stop()
+		time.Sleep(11 * time.Second) // the connection is silent
+		synctest.Wait()
+		var te *TimeoutError
+		if !errors.As(context.Cause(b), &te) || te.Phase != PhaseIdle {
+			t.Fatalf("b after 11 s of silence: %v, want an idle timeout", context.Cause(b))
+		}
+		wb.stop()
+		wc.stop()
+		// Without a connection, a request's progress is its own.
+		d, wd := newWatchdog(context.Background(), PhaseIdle, time.Second)
+		rd := &request{wd: wd}
+		time.Sleep(900 * time.Millisecond)
+		rd.progress()
+		time.Sleep(900 * time.Millisecond)
+		synctest.Wait()
+		if d.Err() != nil {
+			t.Fatal("a request's own progress did not re-arm its watchdog")
+		}
+		wd.stop()
+	})
+}
