@@ -237,21 +237,28 @@ func EstimateSample(c *model.Cell, timeout time.Duration) (time.Duration, error)
 // EstimateParams is EstimateSample of cell c with its test parameters
 // already decoded (CellParams): what the runner hands the client agent.
 func EstimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Duration, error) {
+	d, _, err := estimateParams(c, p, timeout)
+	return d, err
+}
+
+// estimateParams is EstimateParams, with the work the estimated sample
+// asks of the machine.
+func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Duration, estWork, error) {
 	up, err := spec.Parse(c.LinkUp)
 	if err != nil {
-		return 0, fmt.Errorf("cell %s: link up %q: %w", c.Key, c.LinkUp, err)
+		return 0, estWork{}, fmt.Errorf("cell %s: link up %q: %w", c.Key, c.LinkUp, err)
 	}
 	down, err := spec.Parse(c.LinkDown)
 	if err != nil {
-		return 0, fmt.Errorf("cell %s: link down %q: %w", c.Key, c.LinkDown, err)
+		return 0, estWork{}, fmt.Errorf("cell %s: link down %q: %w", c.Key, c.LinkDown, err)
 	}
 	t := lookupTest(c.Test)
 	if t == nil {
-		return 0, fmt.Errorf("cell %s: unknown test %q", c.Key, c.Test)
+		return 0, estWork{}, fmt.Errorf("cell %s: unknown test %q", c.Key, c.Test)
 	}
 	st, err := stackOf(c.Protocol)
 	if err != nil {
-		return 0, fmt.Errorf("cell %s: %w", c.Key, err)
+		return 0, estWork{}, fmt.Errorf("cell %s: %w", c.Key, err)
 	}
 	m := estModel{st: st, up: linkFigures(up), down: linkFigures(down)}
 	m.rtt = up.Delay + down.Delay + estBaseRTT
@@ -270,7 +277,7 @@ func EstimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	} else {
 		total = addSat(total, up.Delay) // the drain: the client's close reaches the server
 	}
-	return total, nil
+	return total, m.work, nil
 }
 
 // stack is what the estimate needs to know of a protocol's transport.
@@ -355,6 +362,14 @@ type estModel struct {
 	st       stack
 	up, down direction
 	rtt      time.Duration
+	work     estWork // what the estimated sample asks of the machine (CellLoad)
+}
+
+// estWork counts the machine's work in an estimated sample: connections
+// set up, requests made and bytes moved (CellLoad turns it into CPU).
+type estWork struct {
+	conns, requests int
+	bytes           int64
 }
 
 // rto is what a lost packet costs once a connection has an RTT sample.
@@ -373,13 +388,17 @@ func (m *estModel) lossCost(penalty time.Duration) time.Duration {
 }
 
 // exchange is one request-response round trip on an open connection.
-func (m *estModel) exchange() time.Duration { return m.rtt + m.lossCost(m.rto()) }
+func (m *estModel) exchange() time.Duration {
+	m.work.requests++
+	return m.rtt + m.lossCost(m.rto())
+}
 
 // handshake is a fresh connection's set-up before its first request: a
 // loss in the first round trip costs the initial timeout (TCP's SYN or
 // SYN-ACK; QUIC's first flights, the server's of estQUICServerFlight
 // packets), in the later ones (TLS over TCP) an ordinary RTO.
 func (m *estModel) handshake() time.Duration {
+	m.work.conns++
 	if m.st.quic {
 		p := m.up.loss + estQUICServerFlight*m.down.loss
 		return m.rtt + time.Duration(p*float64(estQUICInitialPTO))
@@ -413,6 +432,7 @@ func slowStartRounds(bytes, iw float64) int {
 // (bounded by the rounds its window needs to cover the bandwidth-delay
 // product). With loss: lossyTransfer.
 func (m *estModel) transfer(bytes int64, d direction, conns int) time.Duration {
+	m.work.bytes += max(bytes, 0)
 	if bytes <= 0 {
 		return 0
 	}
@@ -506,7 +526,9 @@ func (m *estModel) page(n int, bytes int64, warm bool) time.Duration {
 	}
 	if conns > 1 {
 		d = addSat(d, m.handshake()) // the further connections, opened in parallel
+		m.work.conns += conns - 2
 	}
+	m.work.requests += n - 1 // the objects' requests share the rounds' exchange
 	return sum(d, mulSat(m.exchange(), rounds), m.transfer(bytes, m.down, conns))
 }
 

@@ -82,9 +82,9 @@ func TestEstimateParallelLinkBound(t *testing.T) {
 }
 
 func TestEstimateParallelBudget(t *testing.T) {
-	// 10 MB over 300 Mbit/s, HTTP/3: a block takes a share of the budget
+	// 10 MB over 30 Mbit/s, HTTP/3: a block takes a share of the budget
 	// such that only k of the four fit at once; they take ceil(4/k) rounds.
-	p := parsePlan(t, strings.ReplaceAll(strings.ReplaceAll(fourGroups, "rate 10mbit delay 10ms", "rate 300mbit delay 1ms"), "1MB", "10MB"))
+	p := parsePlan(t, strings.ReplaceAll(strings.ReplaceAll(fourGroups, "rate 10mbit delay 10ms", "rate 30mbit delay 1ms"), "1MB", "10MB"))
 	var most float64
 	for i := range p.cells {
 		l, err := CellLoad(&p.cells[i])
@@ -139,8 +139,8 @@ iterations: 4
 warmup: false
 protocols: [h2, h3]
 scenarios:
-  - {name: a, link: "rate 10mbit delay 10ms"}
-  - {name: b, link: "rate 10mbit delay 10ms"}
+  - {name: a, link: "rate 2mbit delay 10ms"}
+  - {name: b, link: "rate 2mbit delay 10ms"}
 tests:
   - test: download
     params: {size: 1MB}

@@ -29,12 +29,6 @@ const (
 	// error: docs/performance.md, "Parallel testbeds".
 	LoadBudgetShare = 0.5
 
-	// loadBase is what a sample costs the machine beyond its bytes, in
-	// CPUs: the agent's and server's control exchanges, connection set-up
-	// and TLS, the Go runtime. A small page load over a slow link costs
-	// about this much.
-	loadBase = 0.02
-
 	// MaxParallelPerCPU caps the testbeds a parallel run keeps active per
 	// CPU, whatever their predicted load: beyond it the emulator's delay
 	// error leaves its targets (p99 <= 150 µs) on the reference machine
@@ -62,15 +56,39 @@ type SampleLoad struct {
 	Reason    string
 }
 
+// endpointCPU is what a sample costs the client and server processes
+// together, fitted (least squares over the 720 samples of a serial run of
+// the parallel-check plan: pages of 5 or 50 objects of 4 or 128 KB over 2
+// and 10 Mbit/s, RTT 18 ms, loss 0 and 2%; docs/performance.md, "Parallel
+// testbeds") per transport: a fixed part, each request, each megabyte
+// moved and each second the sample's connections are open (timers,
+// acknowledgements, pacing: quic-go's cost four times TCP's).
+type endpointCPU struct {
+	fixed, perRequest, perMB, perSecond time.Duration
+}
+
+var (
+	endpointCPUTCP  = endpointCPU{fixed: 5900 * time.Microsecond, perRequest: 400 * time.Microsecond, perMB: 19 * time.Millisecond, perSecond: 6400 * time.Microsecond}
+	endpointCPUQUIC = endpointCPU{fixed: 4200 * time.Microsecond, perRequest: 350 * time.Microsecond, perMB: 66 * time.Millisecond, perSecond: 23 * time.Millisecond}
+)
+
+// EndpointLoadFactor converts the CPU the endpoints' processes use into the
+// machine load the admission rule budgets: the emulator's forwarding and
+// the receiving stacks' work inside its TUN writes are charged to the
+// runner, not to the endpoints (about half the endpoints' own at
+// link-bound rates, docs/performance.md, "Emulator CPU").
+const EndpointLoadFactor = 1.5
+
 // CellLoad predicts the load of one sample of cell c (a cell of this plan
-// or one stored by a run of it) from the duration estimate: the share of
-// the sample's estimated time on its link that the same sample would keep
-// the machine busy on an unlimited one (EstimateSample with no link spec,
-// the runner's own overhead left out: the time the reference machine
-// needs for the sample's bytes, handshakes and requests), times RefCores,
-// plus a fixed part. A transfer at the machine's cap thus counts as the
-// whole machine, a page over 2 Mbit/s or a loss-limited transfer as the
-// small share its bytes take of the link's time.
+// or one stored by a run of it) from its duration estimate: the CPU its
+// endpoints need for its connections, requests and bytes and for the
+// seconds its connections stay open (endpointCPU), times
+// EndpointLoadFactor, over the sample's estimated duration; or, when
+// more, the share of that duration the sample would keep the reference
+// machine busy on an unlimited link (its estimate with no link spec, the
+// runner's overhead left out, times RefCores): a transfer at the machine's
+// cap counts as the whole machine. A page over 2 Mbit/s costs 0.02-0.1
+// CPU, 10 MB at 100 Mbit/s over QUIC most of the budget.
 //
 // A cell runs alone (Exclusive) when it would use the machine whatever its
 // link (the cpu test; the chromium and lighthouse clients, whose browser
@@ -96,18 +114,32 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 		rtt += l.Delay
 		limited = limited || l.RateBps() > 0 || l.Trace != ""
 	}
-	onLink, err := EstimateSample(c, 0)
+	prm, err := StoredCellParams(c)
+	if err != nil {
+		return SampleLoad{}, err
+	}
+	onLink, work, err := estimateParams(c, prm, 0)
 	if err != nil {
 		return SampleLoad{}, err
 	}
 	bare := *c
 	bare.LinkUp, bare.LinkDown = "", ""
-	atCap, err := EstimateSample(&bare, 0)
+	atCap, _, err := estimateParams(&bare, prm, 0)
 	if err != nil {
 		return SampleLoad{}, err
 	}
+	onLink = max(onLink, time.Microsecond)
+	k := endpointCPUTCP
+	if st, _ := stackOf(c.Protocol); st.quic {
+		k = endpointCPUQUIC
+	}
+	cpu := k.fixed + time.Duration(work.requests)*k.perRequest +
+		time.Duration(float64(k.perMB)*float64(work.bytes)/1e6) +
+		time.Duration(float64(k.perSecond)*onLink.Seconds())
+	endpoints := EndpointLoadFactor * float64(cpu) / float64(onLink)
 	busy := max(atCap-estRunnerOverhead, 0)
-	ld := SampleLoad{CPU: loadBase + RefCores*min(1, float64(busy)/float64(max(onLink, time.Microsecond)))}
+	machine := RefCores * float64(busy) / float64(onLink)
+	ld := SampleLoad{CPU: min(RefCores, max(endpoints, machine))}
 	switch {
 	case !limited && rtt < unlimitedRTT:
 		ld.Exclusive = true

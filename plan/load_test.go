@@ -40,8 +40,8 @@ func TestCellLoad(t *testing.T) {
 		cell model.Cell
 		most float64
 	}{
-		{"2mbit h3 page", estCell(TestPage, model.ProtoH3, model.ClientBuiltin, "rate 2mbit delay 9ms", "rate 2mbit delay 9ms"), 0.05},
-		{"10mbit h2 page", estCell(TestPage, model.ProtoH2, model.ClientBuiltin, "rate 10mbit delay 9ms", "rate 10mbit delay 9ms"), 0.05},
+		{"2mbit h3 page", estCell(TestPage, model.ProtoH3, model.ClientBuiltin, "rate 2mbit delay 9ms", "rate 2mbit delay 9ms"), 0.15},
+		{"10mbit h2 page", estCell(TestPage, model.ProtoH2, model.ClientBuiltin, "rate 10mbit delay 9ms", "rate 10mbit delay 9ms"), 0.2},
 		{"download, rate on the down direction only", estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "", "rate 2mbit delay 50ms", "size", "1MB"), 0.05},
 		{"loss-limited download, 100 ms", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "delay 100ms loss 10%", "delay 100ms loss 10%", "size", "10MB"), 0.05},
 		{"latency over 25 ms", estCell(TestLatency, model.ProtoH3, model.ClientBuiltin, "delay 25ms", "delay 25ms"), 0.1},
@@ -50,22 +50,32 @@ func TestCellLoad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		onLink, _ := EstimateSample(&tc.cell, 0)
+		prm, _ := StoredCellParams(&tc.cell)
+		onLink, work, _ := estimateParams(&tc.cell, prm, 0)
 		bare := tc.cell
 		bare.LinkUp, bare.LinkDown = "", ""
 		atCap, _ := EstimateSample(&bare, 0)
-		want := loadBase + RefCores*float64(atCap-estRunnerOverhead)/float64(onLink)
-		if l.Exclusive || l.Reason != "" || math.Abs(l.CPU-want) > 1e-9 || l.CPU > tc.most || l.CPU < loadBase {
+		k := endpointCPUTCP
+		if tc.cell.Protocol == model.ProtoH3 {
+			k = endpointCPUQUIC
+		}
+		cpu := k.fixed + time.Duration(work.requests)*k.perRequest + time.Duration(float64(k.perMB)*float64(work.bytes)/1e6) + time.Duration(float64(k.perSecond)*onLink.Seconds())
+		want := max(EndpointLoadFactor*float64(cpu), RefCores*float64(atCap-estRunnerOverhead)) / float64(onLink)
+		if l.Exclusive || l.Reason != "" || math.Abs(l.CPU-want) > 1e-9 || l.CPU > tc.most || l.CPU < 0.005 {
 			t.Errorf("%s: %+v, want CPU %.4f (at most %.2f), not exclusive", tc.name, l, want, tc.most)
 		}
 	}
-	// The faster the link, the larger the share: 1 MB over 10, 100 Mbit/s.
-	slow := estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 10mbit delay 1ms", "rate 10mbit delay 1ms", "size", "10MB")
-	fast := estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 100mbit delay 1ms", "rate 100mbit delay 1ms", "size", "10MB")
-	if ls, _ := CellLoad(&slow); true {
-		if lf, _ := CellLoad(&fast); lf.CPU <= 5*ls.CPU || lf.Exclusive {
-			t.Errorf("10 MB over 100 Mbit/s %+v; over 10 Mbit/s %+v: want about 10 times the CPU, not exclusive", lf, ls)
-		}
+	// The faster the link, the larger the share: 10 MB over 2 and 20
+	// Mbit/s over HTTP/2; over 100 Mbit/s HTTP/3 fills the budget.
+	slow := estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "rate 2mbit delay 1ms", "rate 2mbit delay 1ms", "size", "10MB")
+	fast := estCell(TestDownload, model.ProtoH2, model.ClientBuiltin, "rate 20mbit delay 1ms", "rate 20mbit delay 1ms", "size", "10MB")
+	ls, _ := CellLoad(&slow)
+	if lf, _ := CellLoad(&fast); lf.CPU <= 3*ls.CPU || lf.Exclusive {
+		t.Errorf("10 MB over 20 Mbit/s %+v; over 2 Mbit/s %+v: want several times the CPU, not exclusive", lf, ls)
+	}
+	h3 := estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 100mbit delay 1ms", "rate 100mbit delay 1ms", "size", "10MB")
+	if l, _ := CellLoad(&h3); !l.Exclusive {
+		t.Errorf("10 MB over 100 Mbit/s, HTTP/3: %+v, want exclusive (quic-go's CPU per megabyte)", l)
 	}
 
 	for _, c := range []model.Cell{

@@ -103,13 +103,6 @@ func blocksOf(steps []Step, est map[string]time.Duration) []*block {
 	return out
 }
 
-// measuredLoadFactor converts the CPU the endpoints' processes used during
-// a sample into the machine load the admission rule budgets: the
-// emulator's forwarding and the receiving stacks' work inside its TUN
-// writes are charged to the runner, not to the endpoints (about half the
-// endpoints' own at link-bound rates, docs/performance.md, "Emulator CPU").
-const measuredLoadFactor = 1.5
-
 // event is what a testbed reports to the dispatch: a stored sample, an
 // error that ends the run, or the end of its block.
 type event struct {
@@ -336,7 +329,7 @@ func (d *dispatch) blockLoad(b *block) plan.SampleLoad {
 
 // cellLoad predicts a cell's sample load: plan.CellLoad until samples of
 // the cell were measured, then their mean CPU use (both endpoints'
-// processes, times measuredLoadFactor); a cell whose measured load fills
+// processes, times plan.EndpointLoadFactor); a cell whose measured load fills
 // the machine's budget runs alone from then on. A cell whose load cannot
 // be predicted runs alone.
 func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
@@ -352,7 +345,7 @@ func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
 		return l
 	}
 	if m := d.measured[c.ID]; m != nil && m.n > 0 {
-		l.CPU = measuredLoadFactor * m.sum / float64(m.n)
+		l.CPU = plan.EndpointLoadFactor * m.sum / float64(m.n)
 		if l.CPU > d.rule.Budget {
 			l.Exclusive, l.Reason = true, fmt.Sprintf("its samples measured %.2f CPUs", l.CPU)
 		}
@@ -374,8 +367,10 @@ func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error
 		sum.Invalid++
 	}
 	sum.Warnings += len(s.Warnings)
-	if s.Status == model.StatusOK && s.Wall > 0 && !slices.Contains(s.Warnings, "server CPU time unavailable") {
-		cpu := (s.CPU.ClientUser + s.CPU.ClientSys + s.CPU.ServerUser + s.CPU.ServerSys).Seconds() / s.Wall.Seconds()
+	// The endpoints' CPU over the time the sample held its testbed
+	// (measured part and overhead), as plan.CellLoad predicts it.
+	if held := s.Wall + s.Overhead; s.Status == model.StatusOK && held > 0 && !slices.Contains(s.Warnings, "server CPU time unavailable") {
+		cpu := (s.CPU.ClientUser + s.CPU.ClientSys + s.CPU.ServerUser + s.CPU.ServerSys).Seconds() / held.Seconds()
 		m := d.measured[step.Cell.ID]
 		if m == nil {
 			m = &meanOf{}
