@@ -194,6 +194,18 @@ func TestMerge(t *testing.T) {
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
 	}
+	// The export names each sample's shard and host.
+	sm := readCSV(t, exportAll(t, db, FormatCSV, 0)["samples"])
+	si, hi, ki, ii := col(t, sm, "shard"), col(t, sm, "host"), col(t, sm, "cell_key"), col(t, sm, "iteration")
+	for _, row := range sm.rows {
+		ci := slices.IndexFunc(want, func(c model.Cell) bool { return c.Key == row[ki] })
+		var it int
+		fmt.Sscan(row[ii], &it)
+		k := shardOf(ci/3, it, 4)
+		if row[si] != fmt.Sprint(k) || row[hi] != fmt.Sprintf("node%d", k) {
+			t.Errorf("exported %s #%d: shard %s host %s, want %d node%d", row[ki], it, row[si], row[hi], k, k)
+		}
+	}
 	// The output is never overwritten.
 	if _, err := Merge(ctx, out, in, false); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Errorf("merging onto an existing file: %v", err)
