@@ -46,6 +46,9 @@ func shardDB(t *testing.T, dir string, k, n int, status string, edit func(*model
 	if err := db.SetRunShard(ctx, r.ID, k, n); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.AddRunWarning(ctx, r.ID, fmt.Sprintf("shard %d of %d: only its blocks", k, n)); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.AddRunWarning(ctx, r.ID, "a run warning"); err != nil {
 		t.Fatal(err)
 	}
@@ -190,6 +193,9 @@ func TestMerge(t *testing.T) {
 	warns, _ := db.RunWarnings(ctx, res.RunID)
 	if !slices.Contains(warns, "shard 2/4 (node2): a run warning") {
 		t.Errorf("run warnings %q lack the shards' own", warns)
+	}
+	if slices.ContainsFunc(warns, func(w string) bool { return strings.Contains(w, "only its blocks") }) {
+		t.Errorf("run warnings %q keep a shard's note that it is a shard", warns)
 	}
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
