@@ -285,13 +285,18 @@ func (x exporter) runs() table {
 		cols(false, colText, "status", "version", "vcs_commit", "go_version", "quic_go_version",
 			"kernel", "cpu_model"),
 		cols(false, colInt, "cpus"),
-		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser", "plan_text"),
+		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser"),
+		cols(false, colInt, "shard_k", "shard_n"),
+		cols(false, colText, "plan_text"),
 	)}
 	t.rows = func(emit func([]any) error) error {
-		return x.query(`SELECT `+runColumns+`, browser FROM runs c WHERE (? = 0 OR c.id = ?) ORDER BY id`,
+		return x.query(`SELECT `+runColumns+`, browser, shard_k, shard_n FROM runs c WHERE (? = 0 OR c.id = ?) ORDER BY id`,
 			func(rows *sql.Rows) error {
-				var browser string
-				r, err := scanRun(extraScan{rows, []any{&browser}})
+				var (
+					browser        string
+					shardK, shardN int64
+				)
+				r, err := scanRun(extraScan{rows, []any{&browser, &shardK, &shardN}})
 				if err != nil {
 					return err
 				}
@@ -302,7 +307,7 @@ func (x exporter) runs() table {
 				}
 				return emit([]any{r.ID, r.PlanName, r.PlanHash, r.Seed, r.Started, r.Finished, r.Status,
 					e.Version, e.Commit, e.GoVersion, e.QuicGoVersion, e.Kernel, e.CPUModel, int64(e.CPUs),
-					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, r.PlanText})
+					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, shardK, shardN, r.PlanText})
 			})
 	}
 	return t
