@@ -127,15 +127,19 @@ func RootlessDifferences() []string {
 	if !realtimeAllowed() {
 		out = append(out, fmt.Sprintf("no SCHED_FIFO (it needs CAP_SYS_NICE in the host's user namespace, or RLIMIT_RTPRIO >= %d): the emulator threads run on the normal scheduler, so delays are less precise on a busy machine", forward.RealtimePriority))
 	}
+	var caps []string
 	for _, k := range []string{"net.core.rmem_max", "net.core.wmem_max"} {
 		v, err := readSysctl(k)
 		if err != nil {
-			out = append(out, fmt.Sprintf("%s cannot be read (%v): UDP socket buffers are capped by the host's value, which only real root may exceed", k, err))
+			caps = append(caps, k+" (unreadable)")
 			continue
 		}
 		if n, err := strconv.Atoi(v); err == nil && n < quicGoBuffer {
-			out = append(out, fmt.Sprintf("UDP socket buffers are capped by the host's %s = %d bytes (quic-go asks for %d; only real root may exceed the cap)", k, n, quicGoBuffer))
+			caps = append(caps, k+" = "+v)
 		}
+	}
+	if len(caps) > 0 {
+		out = append(out, fmt.Sprintf("UDP socket buffers are capped by the host's %s bytes (quic-go asks for %d; only real root may exceed the cap)", strings.Join(caps, " and "), quicGoBuffer))
 	}
 	return out
 }
