@@ -49,7 +49,7 @@ func newDoctorCmd(env *Env) *cobra.Command {
 		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse",
 		Long: `doctor checks everything quicbench needs and says which mode is available:
 root mode (network namespaces, TUN devices, real-time emulator threads) or rootless mode (the
-same inside an unprivileged user namespace, for quicbench emulate) and, if neither, why not.
+same inside an unprivileged user namespace, for quicbench emulate, calibrate and run) and, if neither, why not.
 As root it builds and removes a real testbed. It exits 0 when the mode for the current user is
 available and 3 when it is not.`,
 		Args: cobra.NoArgs,
@@ -69,7 +69,7 @@ available and 3 when it is not.`,
 			case "root":
 				fmt.Fprintln(env.Stdout, "mode: root — quicbench can build testbeds")
 			case "rootless":
-				fmt.Fprintln(env.Stdout, "mode: rootless — quicbench re-executes itself in a user namespace (emulate; testbed up needs root)")
+				fmt.Fprintln(env.Stdout, "mode: rootless — quicbench re-executes itself in a user namespace (emulate, calibrate, run; testbed up needs root)")
 			default:
 				fmt.Fprintf(env.Stdout, "mode: none — %s\n", r.Why)
 			}
@@ -177,7 +177,7 @@ func runDoctor(ctx context.Context) doctorReport {
 			r.Why = "not root, and " + err.Error()
 		}
 	} else {
-		detail := "unprivileged user namespaces are allowed: an ordinary user can run quicbench emulate (rootless)"
+		detail := "unprivileged user namespaces are allowed: an ordinary user can run quicbench emulate, calibrate and run (rootless)"
 		if rmem := readProc("/proc/sys/net/core/rmem_max"); rmem != "" {
 			if n, _ := strconv.Atoi(rmem); n < 7<<20 {
 				detail += fmt.Sprintf("; rootless UDP buffers are capped by net.core.rmem_max = %d (< 7 MB quic-go wants), so quic-go will warn", n)

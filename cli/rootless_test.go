@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,7 +16,7 @@ import (
 )
 
 // cliExecEnv makes the test binary act as quicbench ("main"), or as the
-// private-TUN helper of TestEmulateRootless ("privtun").
+// private-TUN helper of the rootless tests ("privtun").
 const cliExecEnv = "QUICBENCH_CLI_TEST_EXEC"
 
 func TestMain(m *testing.M) {
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) {
 	case "main":
 		os.Exit(Main(&Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Args: os.Args[1:], Getenv: os.Getenv, Exe: os.Args[0]}))
 	case "privtun":
-		os.Exit(privateTUNEmulate())
+		os.Exit(privateTUNNobody())
 	}
 	os.Exit(m.Run())
 }
@@ -34,29 +36,47 @@ var rootlessArgs = []string{"emulate", "--link", "delay 5ms", "--", "sh", "-c", 
 
 // TestEmulateRootless runs `quicbench emulate` as an ordinary user (nobody):
 // it must re-execute itself in a user and network namespace, build its
-// testbed there and run the command behind the link. Where the host's
-// /dev/net/tun keeps ordinary users out, the test gives itself a 0666 node
-// in a private mount namespace (the host's stays as it is).
+// testbed there and run the command behind the link.
 func TestEmulateRootless(t *testing.T) {
 	requireRootCLI(t)
 	dir := testsupport.NobodyDir(t, "qbclirootless")
-	var out string
+	out, err := rootlessAsNobody(t, dir, rootlessArgs...)
+	checkRootlessEmulate(t, out, err)
+}
+
+// rootlessAsNobody runs the test binary as quicbench with args as user
+// nobody, in dir (a copy of the binary is put there), and returns the
+// combined output. Where the host's /dev/net/tun keeps ordinary users out,
+// it does so in a private mount namespace with a 0666 TUN node (the host's
+// stays as it is). Where the machine does not allow unprivileged user
+// namespaces, the test ends through testsupport.Unavailable; where it
+// does, whatever goes wrong is the caller's to fail on.
+func rootlessAsNobody(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
 	switch err := netns.UserNamespaceSupport(); {
 	case err == nil:
-		out, err = emulateAsNobody(dir)
-		checkRootlessEmulate(t, out, err)
+		return testsupport.RunAsNobody(dir, []string{cliExecEnv + "=main"}, args...)
 	case strings.Contains(err.Error(), testsupport.TUNPath):
+		tunDir := filepath.Join(dir, ".tun")
+		if err := os.MkdirAll(tunDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		enc, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), cliExecEnv+"=privtun", cliExecEnv+"_DIR="+dir)
+		cmd.Env = append(os.Environ(), cliExecEnv+"=privtun", cliExecEnv+"_DIR="+dir, cliExecEnv+"_ARGS="+string(enc))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
 		b, err := cmd.CombinedOutput()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == privTUNSkip {
-			t.Skipf("with a private 0666 TUN node: %s", b)
+			testsupport.Unavailable(t, "unprivileged user namespaces unavailable, even with a private 0666 TUN node: %s", b)
 		}
-		checkRootlessEmulate(t, string(b), err)
+		return string(b), err
 	default:
-		t.Skipf("unprivileged user namespaces unavailable: %v", err)
+		testsupport.Unavailable(t, "unprivileged user namespaces unavailable: %v", err)
+		return "", err
 	}
 }
 
@@ -72,14 +92,22 @@ func checkRootlessEmulate(t *testing.T, out string, err error) {
 }
 
 // privTUNSkip is the exit status of the private-TUN helper when rootless
-// mode is unavailable for another reason than the TUN node.
-const privTUNSkip = 3
+// mode is unavailable for another reason than the TUN node: none that
+// quicbench uses (its ExitEnv, 3, must fail the test, not skip it).
+const privTUNSkip = 97
 
-// privateTUNEmulate runs in a private mount namespace as root: it binds a
-// 0666 TUN node over /dev/net/tun and runs emulate as nobody.
-func privateTUNEmulate() int {
+// privateTUNNobody runs in a private mount namespace as root: it binds a
+// 0666 TUN node over /dev/net/tun (from a tmpfs on DIR/.tun) and runs the
+// test binary as quicbench with the JSON-encoded ARGS as nobody in DIR,
+// printing its output and exiting with its status.
+func privateTUNNobody() int {
 	dir := os.Getenv(cliExecEnv + "_DIR")
-	if err := testsupport.BindPrivateTUN(dir); err != nil {
+	var args []string
+	if err := json.Unmarshal([]byte(os.Getenv(cliExecEnv+"_ARGS")), &args); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if err := testsupport.BindPrivateTUN(filepath.Join(dir, ".tun")); err != nil {
 		fmt.Println(err)
 		return 1
 	}
@@ -87,7 +115,7 @@ func privateTUNEmulate() int {
 		fmt.Println(err)
 		return privTUNSkip
 	}
-	out, err := emulateAsNobody(dir)
+	out, err := testsupport.RunAsNobody(dir, []string{cliExecEnv + "=main"}, args...)
 	fmt.Print(out)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -98,10 +126,4 @@ func privateTUNEmulate() int {
 		return 1
 	}
 	return 0
-}
-
-// emulateAsNobody runs the test binary as quicbench with rootlessArgs as
-// user nobody, from a copy in dir; it returns the combined output.
-func emulateAsNobody(dir string) (string, error) {
-	return testsupport.RunAsNobody(dir, []string{cliExecEnv + "=main"}, rootlessArgs...)
 }

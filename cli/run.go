@@ -76,8 +76,8 @@ At the end a terminal summary is printed and an HTML report is written next to t
 					return Usage(fmt.Errorf("--shard: %w", err), "quicbench run --plan P --shard K/N runs shard K (1..N) of N")
 				}
 			}
-			if os.Geteuid() != 0 {
-				return &ExitError{Code: ExitEnv, Err: errors.New("quicbench run needs root to create network namespaces"), Hint: "run it as root (sudo); quicbench doctor explains what is available"}
+			if handled, err := runReexec(cmd, env); handled {
+				return err
 			}
 			if parallel < 0 || parallel > plan.MaxParallelSetting {
 				return Usage(fmt.Errorf("--parallel %d: want 1..%d testbeds at once (0: the plan's parallel, else 1)", parallel, plan.MaxParallelSetting), "")
@@ -132,7 +132,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				}
 				opts.DB = out
 			}
-			sum, err := runner.Run(cmd.Context(), opts)
+			sum, err := runPlan(cmd.Context(), opts)
 			return finishRun(env, opts.DB, sum, err, finishFlags{report: reportPath, noReport: noReport, jsonl: jsonl, quiet: quiet})
 		},
 	}

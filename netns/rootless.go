@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/quicbench/quicbench/forward"
 )
 
 // tunPath is the TUN clone device every testbed opens.
@@ -107,4 +111,73 @@ func UserNamespaceSupport() error {
 		return fmt.Errorf("creating a user and network namespace as an unprivileged user failed: %v %s", err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// quicGoBuffer is the UDP socket buffer size quic-go asks for (7 MiB); as
+// root it forces it past net.core.rmem_max / wmem_max.
+const quicGoBuffer = 7 << 20
+
+// RootlessDifferences describes, for the record of a measurement taken in
+// rootless mode (InRootless), how this process's testbeds differ from root
+// mode's, as found here: whether the emulator threads can have SCHED_FIFO
+// (only with a large enough RLIMIT_RTPRIO), and the host's socket buffer
+// caps, which only real root may exceed. Each element is one sentence.
+func RootlessDifferences() []string {
+	var out []string
+	if !realtimeAllowed() {
+		out = append(out, fmt.Sprintf("no SCHED_FIFO (it needs CAP_SYS_NICE in the host's user namespace, or RLIMIT_RTPRIO >= %d): the emulator threads run on the normal scheduler, so delays are less precise on a busy machine", forward.RealtimePriority))
+	}
+	var caps []string
+	for _, k := range []string{"net.core.rmem_max", "net.core.wmem_max"} {
+		v, err := readSysctl(k)
+		if err != nil {
+			caps = append(caps, k+" (unreadable)")
+			continue
+		}
+		if n, err := strconv.Atoi(v); err == nil && n < quicGoBuffer {
+			caps = append(caps, k+" = "+v)
+		}
+	}
+	if len(caps) > 0 {
+		out = append(out, fmt.Sprintf("UDP socket buffers are capped by the host's %s bytes (quic-go asks for %d; only real root may exceed the cap)", strings.Join(caps, " and "), quicGoBuffer))
+	}
+	return out
+}
+
+// realtimeAllowed reports whether a thread of this process may switch to
+// SCHED_FIFO at forward.RealtimePriority. It tries on a thread of its own,
+// which is never unlocked, so the runtime ends it with its policy.
+func realtimeAllowed() bool {
+	ok := make(chan bool)
+	go func() {
+		runtime.LockOSThread()
+		param := struct{ prio int32 }{forward.RealtimePriority}
+		_, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, uintptr(unix.SCHED_FIFO), uintptr(unsafe.Pointer(&param)))
+		ok <- e == 0
+	}()
+	return <-ok
+}
+
+// HostUID returns the user outside this process's user namespace whom its
+// uid maps to (in rootless mode: the user who ran quicbench), from
+// /proc/self/uid_map; the uid itself if there is no mapping to read.
+func HostUID() int {
+	uid := os.Getuid()
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return uid
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		in, e1 := strconv.Atoi(f[0])
+		out, e2 := strconv.Atoi(f[1])
+		n, e3 := strconv.Atoi(f[2])
+		if e1 == nil && e2 == nil && e3 == nil && uid >= in && uid-in < n {
+			return out + uid - in
+		}
+	}
+	return uid
 }

@@ -3,6 +3,7 @@ package netns
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,34 @@ func TestTunAccessible(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "0600") || !strings.Contains(err.Error(), "chmod 0666") {
 		t.Errorf("mode 0600: %q should name the mode and the fix", err)
+	}
+}
+
+// TestRootlessDifferences checks the record of rootless mode's differences
+// in this process: SCHED_FIFO is named exactly when a thread cannot get
+// it, and the socket buffer caps when the host's are below quic-go's 7 MiB.
+func TestRootlessDifferences(t *testing.T) {
+	diffs := strings.Join(RootlessDifferences(), "\n")
+	if got, want := strings.Contains(diffs, "no SCHED_FIFO"), !realtimeAllowed(); got != want {
+		t.Errorf("SCHED_FIFO named %v, want %v:\n%s", got, want, diffs)
+	}
+	v, err := readSysctl("net.core.rmem_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(v); (n < quicGoBuffer) != strings.Contains(diffs, "net.core.rmem_max = "+v) {
+		t.Errorf("net.core.rmem_max = %s and the record says:\n%s", v, diffs)
+	}
+}
+
+// TestHostUID checks the uid this process maps to outside its user
+// namespace: itself under the identity mapping (the host's namespace).
+func TestHostUID(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil || strings.Join(strings.Fields(string(b)), " ") != "0 0 4294967295" {
+		t.Skipf("not in the host's user namespace: uid_map %q, %v", b, err)
+	}
+	if got := HostUID(); got != os.Getuid() {
+		t.Errorf("HostUID() = %d in the host's user namespace, want %d", got, os.Getuid())
 	}
 }
