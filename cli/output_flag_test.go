@@ -17,6 +17,7 @@ var outputCommands = map[string]func(*Env) *cobra.Command{
 	"report":  newReportCommand,
 	"compare": newCompareCommand,
 	"export":  newExportCommand,
+	"merge":   newMergeCmd,
 }
 
 // Every spelling of the output flag, new and old, sets the same value.

@@ -43,7 +43,7 @@ func newRunCmd(env *Env) *cobra.Command {
 		quick, quiet, jsonl, lines, noReport, quicEvents bool
 		seed                                             uint64
 		maxSamples, maxIter, parallel                    int
-		precision                                        string
+		precision, shardArg                              string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --plan NAME|FILE [-o results.db]",
@@ -57,21 +57,32 @@ With --parallel N, up to N testbeds take samples at once, each a whole iteration
 group (its protocols, paired, on one testbed); a block starts only while the machine's
 predicted load stays within its budget, and CPU-heavy cells (unlimited links, the cpu test,
 Chromium and Lighthouse) run alone (docs/plan-format.md, "Parallel testbeds").
+With --shard K/N, the run takes only shard K of N of the plan: whole blocks, balanced by
+estimated duration, with the pairing and seeds of the whole run; run the N shards anywhere
+(one database each) and combine them with quicbench merge (docs/architecture.md, "Shards").
 At the end a terminal summary is printed and an HTML report is written next to the database.`,
 		Example: `  quicbench run --plan quick
   quicbench run --plan degraded-networks --quick -o a.db
   quicbench run --plan my-plan.yaml -o my.db --report my.html
   quicbench run --plan page-load-grid --parallel 16
-  quicbench run --resume my.db --parallel 4`,
+  quicbench run --resume my.db --parallel 4
+  quicbench run --plan degraded-networks --shard 3/16 -o shard-3.db`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var shard plan.Shard
+			if shardArg != "" {
+				var err error
+				if shard, err = plan.ParseShard(shardArg); err != nil {
+					return Usage(fmt.Errorf("--shard: %w", err), "quicbench run --plan P --shard K/N runs shard K (1..N) of N")
+				}
+			}
 			if os.Geteuid() != 0 {
 				return &ExitError{Code: ExitEnv, Err: errors.New("quicbench run needs root to create network namespaces"), Hint: "run it as root (sudo); quicbench doctor explains what is available"}
 			}
 			if parallel < 0 || parallel > plan.MaxParallelSetting {
 				return Usage(fmt.Errorf("--parallel %d: want 1..%d testbeds at once (0: the plan's parallel, else 1)", parallel, plan.MaxParallelSetting), "")
 			}
-			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents, Parallel: parallel}
+			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents, Parallel: parallel, Shard: shard}
 			switch {
 			case quiet:
 				opts.Mode = runner.ProgressQuiet
@@ -111,6 +122,10 @@ At the end a terminal summary is printed and an HTML report is written next to t
 						return err
 					}
 				}
+				if !shard.IsZero() && p.Precision() > 0 {
+					return Usage(fmt.Errorf("--shard %s: the plan has a precision target (adaptive iterations), whose stopping rule needs all of a group's iterations in one run", shard),
+						"run it whole, or with fixed iterations: --precision 0")
+				}
 				opts.Plan = p
 				if out == "" {
 					out = p.Name + ".db"
@@ -138,6 +153,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.StringVar(&qlog, "qlog", "", "directory for the server's qlog files")
 	f.BoolVar(&quicEvents, "quic-events", false, "record quic-go's per-packet events (QUIC PTO counts, congestion events, retransmissions) at a CPU cost for QUIC")
 	f.IntVar(&parallel, "parallel", 0, "testbeds taking samples at once (default: the plan's parallel, else 1; at most 8 per CPU); a resumed run may use another")
+	f.StringVar(&shardArg, "shard", "", "run only shard K of N of the plan (K/N, e.g. 3/16; merge the shards' databases with quicbench merge)")
 	f.IntVar(&maxSamples, "max-samples", 0, "stop after this many samples (the run stays resumable)")
 	_ = f.MarkHidden("max-samples")
 	return cmd
@@ -180,6 +196,9 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 	state := "complete"
 	if !s.Complete {
 		state = "incomplete (resume with: quicbench run --resume " + db + ")"
+	}
+	if !s.Shard.IsZero() {
+		state = fmt.Sprintf("shard %s %s", s.Shard, state)
 	}
 	fmt.Fprintf(env.Stderr, "\nrun %d %s: %d/%d samples stored (%d taken now, %d failed, %d invalid, %d warnings) in %s\n",
 		s.RunID, state, s.Resumed+s.Taken, s.Planned, s.Taken, s.Failed, s.Invalid, s.Warnings, s.Elapsed.Round(1e8))

@@ -57,6 +57,13 @@ type Options struct {
 	// (0: the plan's parallel field, else 1); the admission rule
 	// (plan.Admission) may run fewer. A resumed run may use another value.
 	Parallel int
+	// Shard, when set (K of N), runs only the blocks of the plan's schedule
+	// that plan.Plan.Shards(N) puts in shard K, each with the pairing and
+	// seeds of the whole run, and records the shard with the run, so that
+	// the N shards' databases merge into the whole run (store.Merge). A
+	// resumed run keeps its stored shard: a Shard given with Resume must
+	// equal it. Plans with a precision target cannot be sharded.
+	Shard plan.Shard
 }
 
 // Summary is what a run did.
@@ -76,6 +83,9 @@ type Summary struct {
 	// over this invocation.
 	Overheads []stats.ClientOverhead
 	Complete  bool
+	// Shard is the shard of the plan the run takes (zero: all of it);
+	// Planned and the counts above are the shard's.
+	Shard plan.Shard
 }
 
 // ErrInterrupted is returned when the context ends before the run is
@@ -89,6 +99,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	if opts.Progress == nil {
 		opts.Progress = io.Discard
+	}
+	if err := opts.Shard.Check(); err != nil {
+		return nil, err
 	}
 	r := &run{opts: opts}
 	return r.execute(ctx)
@@ -110,6 +123,8 @@ type run struct {
 	// run of one testbed at a time); conc counts those taking a sample.
 	slots []*slot
 	conc  concurrency
+	// shard is the part of the plan this run takes (zero: all of it).
+	shard plan.Shard
 }
 
 func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
@@ -119,7 +134,12 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	}
 	defer r.db.Close()
 	steps := Schedule(r.cells, r.runRec.Seed)
-	sum := &Summary{RunID: r.runRec.ID, Planned: len(steps)}
+	if !r.shard.IsZero() {
+		if steps, err = shardSteps(r.plan, steps, r.shard); err != nil {
+			return nil, err
+		}
+	}
+	sum := &Summary{RunID: r.runRec.ID, Planned: len(steps), Shard: r.shard}
 	ad, err := r.adaptiveState(ctx)
 	if err != nil {
 		return nil, err
@@ -267,6 +287,20 @@ func (r *run) open(ctx context.Context) error {
 			db.Close()
 			return fmt.Errorf("cannot resume %s: the plan given differs from the plan the run was started with (hash %.12s vs %.12s); resume without --plan, or start a new database", r.opts.DB, r.opts.Plan.Hash(), rec.PlanHash)
 		}
+		k, n, err := db.RunShard(ctx, rec.ID)
+		if err != nil {
+			db.Close()
+			return err
+		}
+		r.shard = plan.Shard{K: k, N: n}
+		if !r.opts.Shard.IsZero() && r.opts.Shard != r.shard {
+			db.Close()
+			stored := "the whole run (no shard)"
+			if !r.shard.IsZero() {
+				stored = "shard " + r.shard.String()
+			}
+			return fmt.Errorf("cannot resume %s as shard %s: it holds %s; resume without --shard", r.opts.DB, r.opts.Shard, stored)
+		}
 		r.plan, r.runRec = p, rec
 		if r.cells, err = db.Cells(ctx, rec.ID); err != nil {
 			db.Close()
@@ -291,6 +325,15 @@ func (r *run) open(ctx context.Context) error {
 	if len(cells) == 0 {
 		return errors.New("the plan has no cells to measure")
 	}
+	r.shard = r.opts.Shard
+	if !r.shard.IsZero() {
+		if r.opts.Plan.Precision() > 0 {
+			return fmt.Errorf("shard %s: a plan with a precision target (adaptive iterations) cannot be cut into shards: its stopping rule judges all of a group's iterations, which would be spread over the shards; run it whole, or with fixed iterations (--precision 0)", r.shard)
+		}
+		if _, err := r.opts.Plan.Shards(r.shard.N); err != nil {
+			return fmt.Errorf("shard %s: %w", r.shard, err)
+		}
+	}
 	db, err := store.Open(r.opts.DB)
 	if err != nil {
 		return err
@@ -303,6 +346,17 @@ func (r *run) open(ctx context.Context) error {
 	if err := db.CreateRun(ctx, &r.runRec); err != nil {
 		db.Close()
 		return err
+	}
+	if !r.shard.IsZero() {
+		if err := db.SetRunShard(ctx, r.runRec.ID, r.shard.K, r.shard.N); err != nil {
+			db.Close()
+			return err
+		}
+		msg := fmt.Sprintf("shard %d of %d: this run takes only its shard's blocks of the plan; merge the %d shards' databases with quicbench merge", r.shard.K, r.shard.N, r.shard.N)
+		if err := db.AddRunWarning(ctx, r.runRec.ID, msg); err != nil {
+			db.Close()
+			return err
+		}
 	}
 	for _, n := range r.plan.Notes() {
 		_ = db.AddRunWarning(ctx, r.runRec.ID, "plan: "+n)

@@ -91,7 +91,7 @@ func bulkLoad(tb testing.TB, db *DB, n int, mixed bool) int64 {
 			defer st.Close()
 			for it := 0; it < per; it++ {
 				s := typicalSample(cells[c].ID, it, mixed)
-				res, err := st.Exec(sampleArgs(&s)...)
+				res, err := st.Exec(sampleArgs(&s, 0)...)
 				if err != nil {
 					return err
 				}

@@ -102,6 +102,17 @@ func TestMigrateOlderSchema(t *testing.T) {
 					want.Transport[i].CongestionStateChanges = 0
 				}
 			}
+			// Before version 8 every run was a whole run, its samples of no shard.
+			if k, n, err := mdb.RunShard(ctx, r.ID); err != nil || k != 0 || n != 0 {
+				t.Errorf("RunShard = %d/%d, %v; want 0/0", k, n, err)
+			}
+			if infos, err := mdb.RunShards(ctx, r.ID); err != nil || len(infos) != 0 {
+				t.Errorf("RunShards = %v, %v; want none", infos, err)
+			}
+			var shard int
+			if err := mdb.r.QueryRow(`SELECT shard FROM samples`).Scan(&shard); err != nil || shard != 0 {
+				t.Errorf("samples.shard = %d, %v; want 0", shard, err)
+			}
 			if b, err := mdb.RunBrowser(ctx, r.ID); err != nil || b != wantBrowser {
 				t.Errorf("RunBrowser = %q, %v; want %q", b, err, wantBrowser)
 			}

@@ -12,7 +12,7 @@ import (
 )
 
 // sampleInsertSQL lists the typed columns of samples; sampleArgs gives the
-// values in the same order.
+// values in the same order, the shard (samples.shard) last.
 const sampleInsertSQL = `INSERT INTO samples (cell_id, iteration, warmup, ord, seed, started_ns,
 	wall_ns, overhead_ns, drain_ns, prep_ns, slot, concurrency, status, error, value, alpn, http_version, tls_version, cipher,
 	quic_version, resumed, zero_rtt, cpu_client_user_ns, cpu_client_sys_ns, cpu_server_user_ns,
@@ -22,12 +22,12 @@ const sampleInsertSQL = `INSERT INTO samples (cell_id, iteration, warmup, ord, s
 	up_queue_delay_max_ns,
 	down_packets_in, down_bytes_in, down_packets_out, down_bytes_out, down_drop_loss,
 	down_drop_queue, down_drop_corrupt, down_drop_off, down_duplicated, down_reordered,
-	down_queue_delay_sum_ns, down_queue_delay_max_ns, metrics)
+	down_queue_delay_sum_ns, down_queue_delay_max_ns, metrics, shard)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
 	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func sampleArgs(s *model.Sample) []any {
+func sampleArgs(s *model.Sample, shard int) []any {
 	n := s.Negotiated
 	args := []any{s.CellID, s.Iteration, boolInt(s.Warmup), s.Order, int64(s.Seed), timeToNS(s.Started),
 		int64(s.Wall), int64(s.Overhead), int64(s.Drain), int64(s.Prep), s.Slot, max(s.Concurrency, 1), string(s.Status), s.Error, nullFloat(s.Value),
@@ -35,7 +35,7 @@ func sampleArgs(s *model.Sample) []any {
 		int64(s.CPU.ClientUser), int64(s.CPU.ClientSys), int64(s.CPU.ServerUser), int64(s.CPU.ServerSys)}
 	args = appendCounters(args, s.LinkUp)
 	args = appendCounters(args, s.LinkDown)
-	return append(args, string(appendMetrics(nil, s.Metrics)))
+	return append(args, string(appendMetrics(nil, s.Metrics)), shard)
 }
 
 func appendCounters(args []any, c emu.Counters) []any {
@@ -99,30 +99,9 @@ func (db *DB) InsertSample(ctx context.Context, s *model.Sample) error {
 	}
 	var id int64
 	err := db.withTx(ctx, func(tx *sql.Tx) error {
-		var (
-			runID int64
-			key   string
-		)
-		err := tx.StmtContext(ctx, db.ins.cellOf).QueryRowContext(ctx, s.CellID).Scan(&runID, &key)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("store: sample refers to cell %d: %w", s.CellID, ErrNotFound)
-		} else if err != nil {
-			return err
-		}
-		res, err := tx.StmtContext(ctx, db.ins.sample).ExecContext(ctx, sampleArgs(s)...)
-		if isUniqueViolation(err) {
-			what := fmt.Sprintf("iteration %d", s.Iteration)
-			if s.Warmup {
-				what = "the warm-up"
-			}
-			return fmt.Errorf("store: cell %d (%s) already has a sample for %s: %w", s.CellID, key, what, ErrDuplicateSample)
-		} else if err != nil {
-			return fmt.Errorf("store: inserting sample of cell %d (%s) iteration %d: %w", s.CellID, key, s.Iteration, err)
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return err
-		}
-		if err := db.insertChildren(ctx, tx, runID, id, s); err != nil {
+		var err error
+		id, err = db.insertSample(ctx, tx, s, -1)
+		if err != nil {
 			return err
 		}
 		if testHookBeforeCommit != nil {
@@ -137,10 +116,45 @@ func (db *DB) InsertSample(ctx context.Context, s *model.Sample) error {
 	return nil
 }
 
+// insertSample writes sample s and its children in transaction tx and
+// returns its ID. shard is stored as samples.shard; -1 takes the shard of
+// the sample's run (runs.shard_k: 0 for a whole run).
+func (db *DB) insertSample(ctx context.Context, tx *sql.Tx, s *model.Sample, shard int) (int64, error) {
+	var (
+		runID int64
+		key   string
+		ownK  int
+	)
+	err := tx.StmtContext(ctx, db.ins.cellOf).QueryRowContext(ctx, s.CellID).Scan(&runID, &key, &ownK)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("store: sample refers to cell %d: %w", s.CellID, ErrNotFound)
+	} else if err != nil {
+		return 0, err
+	}
+	if shard < 0 {
+		shard = ownK
+	}
+	res, err := tx.StmtContext(ctx, db.ins.sample).ExecContext(ctx, sampleArgs(s, shard)...)
+	if isUniqueViolation(err) {
+		what := fmt.Sprintf("iteration %d", s.Iteration)
+		if s.Warmup {
+			what = "the warm-up"
+		}
+		return 0, fmt.Errorf("store: cell %d (%s) already has a sample for %s: %w", s.CellID, key, what, ErrDuplicateSample)
+	} else if err != nil {
+		return 0, fmt.Errorf("store: inserting sample of cell %d (%s) iteration %d: %w", s.CellID, key, s.Iteration, err)
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return id, db.insertChildren(ctx, tx, runID, id, s)
+}
+
 // Statements InsertSample runs for every sample, prepared once on the
 // writer's connection (see prepareInserts) instead of once per sample.
 const (
-	sqlCellOf          = `SELECT run_id, key FROM cells WHERE id = ?`
+	sqlCellOf          = `SELECT c.run_id, c.key, r.shard_k FROM cells c JOIN runs r ON r.id = c.run_id WHERE c.id = ?`
 	sqlInsertTransport = `INSERT INTO transport_stats (sample_id, conn, kind, side, congestion_algo, srtt_ms,
 		rttvar_ms, min_rtt_ms, cwnd_bytes, ssthresh_bytes, packets_sent, packets_lost, retransmits,
 		bytes_retransmitted, delivery_rate_bps, congestion_events, pto_count, congestion_state_changes)

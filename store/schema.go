@@ -221,6 +221,30 @@ ALTER TABLE samples ADD COLUMN slot INTEGER NOT NULL DEFAULT 0;         -- testb
 ALTER TABLE samples ADD COLUMN concurrency INTEGER NOT NULL DEFAULT 1;  -- testbeds taking samples while it ran, itself included
 ALTER TABLE runs ADD COLUMN parallel INTEGER NOT NULL DEFAULT 1;        -- the most testbeds an invocation ran at once
 `,
+	// 8: shards (quicbench run --shard K/N) and their merge (quicbench
+	// merge): a run's shard identity, the shard that took each sample, and
+	// the shards a merged run was made of, with where each ran.
+	`
+ALTER TABLE runs ADD COLUMN shard_k INTEGER NOT NULL DEFAULT 0;     -- 1..shard_n for a shard; 0 for a whole run
+ALTER TABLE runs ADD COLUMN shard_n INTEGER NOT NULL DEFAULT 0;     -- shards the run was cut into; 0 for a whole run
+ALTER TABLE samples ADD COLUMN shard INTEGER NOT NULL DEFAULT 0;    -- the shard that took it (run_shards.shard_k); 0 = not sharded
+CREATE TABLE run_shards (
+	run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	shard_k     INTEGER NOT NULL,          -- 1..shard_n
+	shard_n     INTEGER NOT NULL,
+	source      TEXT    NOT NULL,          -- the shard's database file as given to merge
+	status      TEXT    NOT NULL,          -- the shard run's status
+	started_ns  INTEGER,
+	finished_ns INTEGER,
+	samples     INTEGER NOT NULL,          -- samples merged from it
+	hostname    TEXT    NOT NULL,
+	kernel      TEXT    NOT NULL,
+	cpu_model   TEXT    NOT NULL,
+	cpus        INTEGER NOT NULL,
+	parallel    INTEGER NOT NULL,
+	PRIMARY KEY (run_id, shard_k)
+) WITHOUT ROWID;
+`,
 }
 
 // schemaState reads which schema version the database holds. An empty
