@@ -133,7 +133,10 @@ func (k K8s) ShardScript() string {
 
 // MergeScript is the merge container's shell script.
 func (k K8s) MergeScript() string {
-	return "exec " + K8sQuicbench + " merge " + K8sResultsDir + "/shard-*.db -o " + K8sResultsDir + "/" + MergedFile + "\n"
+	// quicbench merge never overwrites: a retried merge replaces what the
+	// last attempt wrote.
+	return "rm -f " + K8sResultsDir + "/" + MergedFile + "\n" +
+		"exec " + K8sQuicbench + " merge " + K8sResultsDir + "/shard-*.db -o " + K8sResultsDir + "/" + MergedFile + "\n"
 }
 
 // Objects returns the objects in the order they are applied: the plan's

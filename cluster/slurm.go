@@ -196,6 +196,9 @@ func (s Slurm) MergeScript() string {
 	if s.Partial {
 		partial = " --partial"
 	}
+	// quicbench merge never overwrites: a merge job run again (requeued,
+	// or after a shard was redone) replaces what the last one wrote.
+	w.WriteString("rm -f \"$dir/" + MergedFile + "\"\n")
 	w.WriteString("exec \"$qb\" merge \"${dbs[@]}\" -o \"$dir/" + MergedFile + "\"" + partial + "\n")
 	return w.String()
 }
