@@ -311,8 +311,18 @@ func TestSlurmCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(c.dir, "slurm jobs")
-	code, stdout, stderr := runCLIExe(t, qb, "slurm", "--plan", planFile, "--shards", "4", "-o", out, "--quicbench", qb, "--submit",
-		"--", "--time=10")
+	args := []string{"slurm", "--plan", planFile, "--shards", "4", "-o", out, "--quicbench", qb, "--", "--time=10"}
+	if code, _, stderr := runCLIExe(t, qb, args...); code != ExitOK {
+		t.Fatalf("quicbench slurm: exit %d\n%s", code, stderr)
+	}
+	// Shard 2 interrupted after its first sample, as a task stopped by a
+	// node failure or a preemption leaves it: its task must resume it.
+	pre := exec.Command(qb, "run", "--plan", filepath.Join(out, cluster.PlanFile), "--shard", "2/4", "-o", filepath.Join(out, "shard-2.db"),
+		"--max-samples", "1", "--no-report", "--lines")
+	if b, err := pre.CombinedOutput(); err != nil {
+		t.Fatalf("shard 2, first sample: %v\n%s", err, b)
+	}
+	code, stdout, stderr := runCLIExe(t, qb, append(args[:len(args)-2:len(args)-2], "--submit", "--", "--time=10")...)
 	if code != ExitOK {
 		t.Fatalf("quicbench slurm --submit: exit %d\n%s\n%s", code, stderr, c.logs())
 	}
@@ -336,26 +346,57 @@ func TestSlurmCluster(t *testing.T) {
 		fmt.Fprintf(&b, "== merge\n%s\n", data)
 		return b.String()
 	}
+	c.waitJob(t, merge, shardLogs)
+	checkMerged(t, filepath.Join(out, cluster.MergedFile), planFile)
+	if logs := shardLogs(); !strings.Contains(logs, "resuming "+filepath.Join(out, "shard-2.db")) {
+		t.Errorf("shard 2's task did not resume its database")
+	}
+	if t.Failed() {
+		t.Fatal(shardLogs())
+	}
+
+	// The same jobs submitted again by hand (submit.sh), as after a failed
+	// task was fixed: every task finds its shard complete and does nothing,
+	// the merge replaces all.db.
+	sub, err := c.run("bash", filepath.Join(out, cluster.SubmitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = regexp.MustCompile(`^array job ([0-9]+), merge job ([0-9]+)\n$`).FindStringSubmatch(sub)
+	if m == nil {
+		t.Fatalf("submit.sh printed %q: want the two job ids", sub)
+	}
+	c.waitJob(t, m[2], shardLogs)
+	checkMerged(t, filepath.Join(out, cluster.MergedFile), planFile)
+	logs := shardLogs()
+	if n := strings.Count(logs, "is complete"); n != 4 {
+		t.Errorf("%d of 4 tasks found their shard complete on the second submission", n)
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Log(logs)
+	}
+}
+
+// waitJob waits until job id is COMPLETED; it fails the test when the job
+// fails or can never run (its dependency failed), or after 8 minutes.
+func (c *slurmCluster) waitJob(t *testing.T, id string, logs func() string) {
+	t.Helper()
 	deadline := time.Now().Add(8 * time.Minute)
 	for {
-		state, reason, err := c.jobState(merge)
+		state, reason, err := c.jobState(id)
 		if err != nil {
 			t.Fatalf("%v\n%s", err, c.logs())
 		}
 		if state == "COMPLETED" {
-			break
+			return
 		}
 		if state == "FAILED" || state == "CANCELLED" || state == "TIMEOUT" || state == "NODE_FAIL" || reason == "DependencyNeverSatisfied" {
-			t.Fatalf("merge job %s: %s (%s)\n%s", merge, state, reason, shardLogs())
+			t.Fatalf("job %s: %s (%s)\n%s", id, state, reason, logs())
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("merge job %s still %s (%s) after 8 minutes\n%s\n%s", merge, state, reason, shardLogs(), c.logs())
+			t.Fatalf("job %s still %s (%s) after 8 minutes\n%s\n%s", id, state, reason, logs(), c.logs())
 		}
 		time.Sleep(time.Second)
-	}
-	checkMerged(t, filepath.Join(out, cluster.MergedFile), planFile)
-	if t.Failed() {
-		t.Log(shardLogs())
 	}
 }
 

@@ -114,7 +114,9 @@ func (k K8s) meta(name, component string) metav1.ObjectMeta {
 
 // ShardScript is the shard container's shell script: shard K is
 // JOB_COMPLETION_INDEX+1 (set by Kubernetes in an Indexed Job's pods); a
-// retried pod finds its database on the results volume and resumes it.
+// retried pod finds its database on the results volume and resumes it, and
+// a shard whose run ended well is marked done (/results/shard-K.done), so
+// that the Job applied again does not take it again.
 func (k K8s) ShardScript() string {
 	extra := " --no-report --lines"
 	if k.Parallel > 0 {
@@ -124,10 +126,14 @@ func (k K8s) ShardScript() string {
 		"set -eu",
 		`k=$((JOB_COMPLETION_INDEX + 1))`,
 		`db="` + K8sResultsDir + `/shard-$k.db"`,
+		`mark="` + K8sResultsDir + `/shard-$k.done"`,
+		`if [ -e "$mark" ]; then echo "shard $k is complete: nothing to do"; exit 0; fi`,
 		`if [ -e "$db" ]; then`,
-		`  exec ` + K8sQuicbench + ` run --resume "$db"` + extra,
+		`  ` + K8sQuicbench + ` run --resume "$db"` + extra,
+		`else`,
+		`  ` + K8sQuicbench + ` run --plan ` + K8sPlanDir + "/" + PlanFile + ` --shard "$k/$SHARDS" -o "$db"` + extra,
 		`fi`,
-		`exec ` + K8sQuicbench + ` run --plan ` + K8sPlanDir + "/" + PlanFile + ` --shard "$k/$SHARDS" -o "$db"` + extra,
+		`touch "$mark"`,
 	}, "\n") + "\n"
 }
 

@@ -187,8 +187,14 @@ func TestK8sShardScriptRuns(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "shard-3.db"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Remove(filepath.Join(dir, "shard-3.done")); err != nil {
+		t.Fatalf("a shard that ended well is not marked done: %v", err)
+	}
 	if got, want := run(), "[run]\n[--resume]\n["+dir+"/shard-3.db]\n[--no-report]\n[--lines]\n"; got != want {
 		t.Errorf("retried shard:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := run(), "shard 3 is complete: nothing to do\n"; got != want {
+		t.Errorf("complete shard:\n%s\nwant\n%s", got, want)
 	}
 }
 

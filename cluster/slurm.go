@@ -142,7 +142,9 @@ func (s Slurm) header(w *strings.Builder, what string) {
 
 // ArrayScript returns the array job's script: task K runs shard K/N into
 // DIR/shard-K.db, or resumes it when that database exists (a task that was
-// requeued or resubmitted after a failure).
+// requeued or resubmitted after a failure), and marks it done
+// (DIR/shard-K.done) when the run ends well; a task finding that mark
+// does nothing.
 func (s Slurm) ArrayScript() string {
 	var w strings.Builder
 	s.header(&w, "Array job (one task per shard)")
@@ -163,11 +165,21 @@ func (s Slurm) ArrayScript() string {
 		extra += fmt.Sprintf(" --parallel %d", s.Parallel)
 	}
 	w.WriteString("echo \"== shard $k/$n on $(hostname) at $(date -u +%FT%TZ) (restart ${SLURM_RESTART_COUNT:-0})\"\n")
-	w.WriteString("if [ -e \"$db\" ]; then\n")
-	w.WriteString("\texec \"$qb\" run --resume \"$db\"" + extra + "\n")
-	w.WriteString("else\n")
-	w.WriteString("\texec \"$qb\" run --plan \"$dir/" + PlanFile + "\" --shard \"$k/$n\" -o \"$db\"" + extra + "\n")
+	// A shard whose run ended complete is marked done: quicbench refuses to
+	// resume a complete run, and the array may run again (resubmitted after
+	// another shard failed) without taking it again.
+	w.WriteString("mark=\"$dir/shard-$k.done\"\n")
+	w.WriteString("if [ -e \"$mark\" ]; then\n")
+	w.WriteString("\techo \"shard $k is complete ($mark): nothing to do\"\n")
+	w.WriteString("\texit 0\n")
 	w.WriteString("fi\n")
+	w.WriteString("if [ -e \"$db\" ]; then\n")
+	w.WriteString("\techo \"resuming $db\"\n")
+	w.WriteString("\t\"$qb\" run --resume \"$db\"" + extra + "\n")
+	w.WriteString("else\n")
+	w.WriteString("\t\"$qb\" run --plan \"$dir/" + PlanFile + "\" --shard \"$k/$n\" -o \"$db\"" + extra + "\n")
+	w.WriteString("fi\n")
+	w.WriteString("touch \"$mark\"\n")
 	return w.String()
 }
 

@@ -81,13 +81,21 @@ func TestSlurmScriptsRun(t *testing.T) {
 	if !strings.HasSuffix(out, want) {
 		t.Errorf("fresh shard ran\n%s\nwant the arguments\n%s", out, want)
 	}
+	// A run that ended well marks its shard done; a requeued task finding
+	// the database but no mark resumes it; one finding the mark does nothing.
+	if err := os.Remove(filepath.Join(dir, "shard-2.done")); err != nil {
+		t.Fatalf("a shard that ended well is not marked done: %v", err)
+	}
 	if err := os.WriteFile(s.ShardDB(2), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out = run(ArrayScriptFile, "SLURM_ARRAY_TASK_ID=2")
-	want = "[run]\n[--resume]\n[" + dir + "/shard-2.db]\n[--no-report]\n[--lines]\n"
+	want = "resuming " + dir + "/shard-2.db\n[run]\n[--resume]\n[" + dir + "/shard-2.db]\n[--no-report]\n[--lines]\n"
 	if !strings.HasSuffix(out, want) {
 		t.Errorf("existing shard ran\n%s\nwant the arguments\n%s", out, want)
+	}
+	if out = run(ArrayScriptFile, "SLURM_ARRAY_TASK_ID=2"); !strings.Contains(out, "shard 2 is complete") || strings.Contains(out, "[run]") {
+		t.Errorf("a shard marked done ran\n%s", out)
 	}
 	c := exec.Command("bash", filepath.Join(dir, ArrayScriptFile))
 	c.Env = append(os.Environ(), "SLURM_ARRAY_TASK_ID=")
