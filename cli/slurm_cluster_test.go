@@ -260,10 +260,10 @@ func (c *slurmCluster) stop(t *testing.T) {
 	}
 	if c.mungePID > 0 {
 		_ = syscall.Kill(c.mungePID, syscall.SIGTERM)
-		for i := 0; i < 100 && syscall.Kill(c.mungePID, 0) == nil; i++ {
+		for i := 0; i < 100 && alive(c.mungePID); i++ {
 			time.Sleep(50 * time.Millisecond)
 		}
-		if syscall.Kill(c.mungePID, 0) == nil {
+		if alive(c.mungePID) {
 			t.Errorf("munged (pid %d) still runs after SIGTERM: killing it", c.mungePID)
 			_ = syscall.Kill(c.mungePID, syscall.SIGKILL)
 		}
@@ -273,6 +273,19 @@ func (c *slurmCluster) stop(t *testing.T) {
 	if out, err := exec.Command("pgrep", "-a", "-f", c.dir).Output(); err == nil {
 		t.Errorf("processes left running:\n%s", out)
 	}
+}
+
+// alive reports whether process pid runs: it exists and is not a zombie.
+// munged daemonizes, so its parent is init, which may take its time to
+// reap it (or never, in a container whose init does not).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: the state follows the last ")".
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
 
 // jobState returns a job's JobState and Reason from scontrol.
