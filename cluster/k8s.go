@@ -51,11 +51,21 @@ type K8s struct {
 	Privileged bool
 }
 
-// Names of the generated objects.
-func (k K8s) base() string          { return dnsLabel("qb-"+k.Plan, 40) }
+// base is the prefix of the objects' names: qb-PLAN as a DNS label short
+// enough for the suffixes and the pods' generated names.
+func (k K8s) base() string { return dnsLabel("qb-"+k.Plan, 40) }
+
+// ConfigMapName returns the name of the plan's ConfigMap (qb-PLAN-plan).
 func (k K8s) ConfigMapName() string { return k.base() + "-plan" }
-func (k K8s) JobName() string       { return k.base() + "-shards" }
-func (k K8s) MergeJobName() string  { return k.base() + "-merge" }
+
+// JobName returns the name of the shards' Indexed Job (qb-PLAN-shards).
+func (k K8s) JobName() string { return k.base() + "-shards" }
+
+// MergeJobName returns the name of the merge Job (qb-PLAN-merge).
+func (k K8s) MergeJobName() string { return k.base() + "-merge" }
+
+// ClaimName returns the name of the results claim: Claim, or the
+// generated qb-PLAN-results.
 func (k K8s) ClaimName() string {
 	if k.Claim != "" {
 		return k.Claim

@@ -19,7 +19,10 @@ command -v git >/dev/null || need+=(git)
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
 # Slurm and munge: quicbench slurm's integration test starts a private
-# one-node cluster with them (docs/scale.md); no daemon is started here.
+# one-node cluster with them (docs/scale.md): its own munged, slurmctld and
+# slurmd from a temporary configuration. It does not use the packages'
+# services (which systemd may start, and which are harmless without one
+# configured).
 command -v slurmctld >/dev/null || need+=(slurm-wlm)
 command -v munged >/dev/null || need+=(munge)
 if [ ${#need[@]} -gt 0 ]; then
