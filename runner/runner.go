@@ -302,6 +302,15 @@ func (r *run) open(ctx context.Context) error {
 			return fmt.Errorf("cannot resume %s as shard %s: it holds %s; resume without --shard", r.opts.DB, r.opts.Shard, stored)
 		}
 		r.plan, r.runRec = p, rec
+		if env.Hostname != rec.Env.Hostname {
+			// A shard requeued onto another node: its samples from now on
+			// are not taken where runs.hostname says.
+			msg := fmt.Sprintf("resumed on host %q (the run started on %q): samples taken from now on ran there", env.Hostname, rec.Env.Hostname)
+			if err := db.AddRunWarning(ctx, rec.ID, msg); err != nil {
+				db.Close()
+				return err
+			}
+		}
 		if r.cells, err = db.Cells(ctx, rec.ID); err != nil {
 			db.Close()
 			return err

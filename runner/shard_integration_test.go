@@ -250,3 +250,31 @@ func TestShardRefusals(t *testing.T) {
 		t.Errorf("shard 3/2: %v", err)
 	}
 }
+
+// TestEmptyShard: a shard that gets no block (more shards than blocks)
+// completes at once, with nothing planned and no testbed built, and
+// merges like any other.
+func TestEmptyShard(t *testing.T) {
+	p, db := smallPlanAndDB(t, "empty.db")
+	blocks, err := p.Blocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(blocks) + 1
+	exe, _ := os.Executable()
+	sum, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Shard: plan.Shard{K: n, N: n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Complete || sum.Planned != 0 || sum.Taken != 0 {
+		t.Fatalf("empty shard: %+v", sum)
+	}
+	ds := load(t, db)
+	if ds.Run.Status != "complete" || len(ds.Samples) != 0 || len(ds.Cells) == 0 {
+		t.Errorf("empty shard stored: status %s, %d samples, %d cells", ds.Run.Status, len(ds.Samples), len(ds.Cells))
+	}
+	res, err := store.Merge(context.Background(), filepath.Join(filepath.Dir(db), "m.db"), []string{db}, true)
+	if err != nil || res.Samples != 0 || len(res.Missing) != n-1 {
+		t.Errorf("merging the empty shard: %+v, %v", res, err)
+	}
+}

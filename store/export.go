@@ -285,13 +285,18 @@ func (x exporter) runs() table {
 		cols(false, colText, "status", "version", "vcs_commit", "go_version", "quic_go_version",
 			"kernel", "cpu_model"),
 		cols(false, colInt, "cpus"),
-		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser", "plan_text"),
+		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser"),
+		cols(false, colInt, "shard_k", "shard_n"),
+		cols(false, colText, "plan_text"),
 	)}
 	t.rows = func(emit func([]any) error) error {
-		return x.query(`SELECT `+runColumns+`, browser FROM runs c WHERE (? = 0 OR c.id = ?) ORDER BY id`,
+		return x.query(`SELECT `+runColumns+`, browser, shard_k, shard_n FROM runs c WHERE (? = 0 OR c.id = ?) ORDER BY id`,
 			func(rows *sql.Rows) error {
-				var browser string
-				r, err := scanRun(extraScan{rows, []any{&browser}})
+				var (
+					browser        string
+					shardK, shardN int64
+				)
+				r, err := scanRun(extraScan{rows, []any{&browser, &shardK, &shardN}})
 				if err != nil {
 					return err
 				}
@@ -302,7 +307,7 @@ func (x exporter) runs() table {
 				}
 				return emit([]any{r.ID, r.PlanName, r.PlanHash, r.Seed, r.Started, r.Finished, r.Status,
 					e.Version, e.Commit, e.GoVersion, e.QuicGoVersion, e.Kernel, e.CPUModel, int64(e.CPUs),
-					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, r.PlanText})
+					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, shardK, shardN, r.PlanText})
 			})
 	}
 	return t
@@ -438,8 +443,8 @@ func (x exporter) samples() (table, error) {
 		cols(false, colInt, "order"),
 		cols(false, colUint, "seed"),
 		cols(true, colTime, "started"),
-		cols(false, colInt, "wall_ns", "overhead_ns", "drain_ns", "prep_ns", "testbed", "concurrency"),
-		cols(false, colText, "status", "error"),
+		cols(false, colInt, "wall_ns", "overhead_ns", "drain_ns", "prep_ns", "testbed", "concurrency", "shard"),
+		cols(false, colText, "host", "status", "error"),
 		cols(true, colFloat, "value"),
 		cols(false, colText, "alpn", "http_version", "tls_version", "cipher", "quic_version"),
 		cols(false, colBool, "resumed", "zero_rtt"),
@@ -455,7 +460,9 @@ func (x exporter) samples() (table, error) {
 		ncols := len(t.cols)
 		return x.query(`SELECT c.run_id, s.id, c.id, c.key, c.group_key, c.scenario, c.test, c.protocol,
 			c.client, c.cc, c.metric, c.unit, s.iteration, s.warmup, s.ord, s.seed, s.started_ns,
-			s.wall_ns, s.overhead_ns, s.drain_ns, s.prep_ns, s.slot, s.concurrency, s.status, s.error, s.value, s.alpn, s.http_version,
+			s.wall_ns, s.overhead_ns, s.drain_ns, s.prep_ns, s.slot, s.concurrency, s.shard,
+			COALESCE((SELECT rs.hostname FROM run_shards rs WHERE rs.run_id = c.run_id AND rs.shard_k = s.shard),
+				(SELECT r.hostname FROM runs r WHERE r.id = c.run_id)), s.status, s.error, s.value, s.alpn, s.http_version,
 			s.tls_version, s.cipher, s.quic_version, s.resumed, s.zero_rtt, s.cpu_client_user_ns, s.cpu_client_sys_ns,
 			s.cpu_server_user_ns, s.cpu_server_sys_ns,
 			s.up_packets_in, s.up_bytes_in, s.up_packets_out, s.up_bytes_out, s.up_drop_loss,
@@ -471,7 +478,8 @@ func (x exporter) samples() (table, error) {
 			func(rows *sql.Rows) error {
 				var (
 					runID, sid, cid, it, ord, seed, wall, over, dr int64
-					pr, nw, slot, conc                             int64
+					pr, nw, slot, conc, shard                      int64
+					host                                           string
 					key, group, scen, test, proto, client, cc      string
 					metric, unit, status, errs                     string
 					alpn, httpv, tlsv, cipher, quicv               string
@@ -483,7 +491,7 @@ func (x exporter) samples() (table, error) {
 					fj, mj                                         string
 				)
 				dest := []any{&runID, &sid, &cid, &key, &group, &scen, &test, &proto, &client, &cc, &metric,
-					&unit, &it, &warm, &ord, &seed, &started, &wall, &over, &dr, &pr, &slot, &conc, &status, &errs, &value, &alpn,
+					&unit, &it, &warm, &ord, &seed, &started, &wall, &over, &dr, &pr, &slot, &conc, &shard, &host, &status, &errs, &value, &alpn,
 					&httpv, &tlsv, &cipher, &quicv, &resumed, &zrtt, &cpu[0], &cpu[1], &cpu[2], &cpu[3]}
 				for i := range cnt {
 					dest = append(dest, &cnt[i])
@@ -494,7 +502,7 @@ func (x exporter) samples() (table, error) {
 				}
 				row := make([]any, 0, ncols)
 				row = append(row, runID, sid, cid, key, group, scen, test, proto, client, cc, metric, unit,
-					it, warm, ord, uint64(seed), nsToTime(started), wall, over, dr, pr, slot, conc, status, errs,
+					it, warm, ord, uint64(seed), nsToTime(started), wall, over, dr, pr, slot, conc, shard, host, status, errs,
 					floatOrNaN(value), alpn, httpv, tlsv, cipher, quicv, resumed, zrtt,
 					cpu[0], cpu[1], cpu[2], cpu[3])
 				for _, v := range cnt {

@@ -381,7 +381,11 @@ func writeMerged(ctx context.Context, out string, ins []*shardInput, res *MergeR
 			browser = in.brows
 		}
 		prefix := fmt.Sprintf("shard %d/%d (%s): ", in.k, in.n, in.run.Env.Hostname)
+		own := fmt.Sprintf("shard %d of %d: ", in.k, in.n) // the runner's note that it is a shard
 		for _, w := range in.warns {
+			if strings.HasPrefix(w, own) {
+				continue
+			}
 			if err := warn(prefix + w); err != nil {
 				return err
 			}

@@ -46,6 +46,9 @@ func shardDB(t *testing.T, dir string, k, n int, status string, edit func(*model
 	if err := db.SetRunShard(ctx, r.ID, k, n); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.AddRunWarning(ctx, r.ID, fmt.Sprintf("shard %d of %d: only its blocks", k, n)); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.AddRunWarning(ctx, r.ID, "a run warning"); err != nil {
 		t.Fatal(err)
 	}
@@ -191,8 +194,23 @@ func TestMerge(t *testing.T) {
 	if !slices.Contains(warns, "shard 2/4 (node2): a run warning") {
 		t.Errorf("run warnings %q lack the shards' own", warns)
 	}
+	if slices.ContainsFunc(warns, func(w string) bool { return strings.Contains(w, "only its blocks") }) {
+		t.Errorf("run warnings %q keep a shard's note that it is a shard", warns)
+	}
 	if err := db.IntegrityCheck(ctx); err != nil {
 		t.Error(err)
+	}
+	// The export names each sample's shard and host.
+	sm := readCSV(t, exportAll(t, db, FormatCSV, 0)["samples"])
+	si, hi, ki, ii := col(t, sm, "shard"), col(t, sm, "host"), col(t, sm, "cell_key"), col(t, sm, "iteration")
+	for _, row := range sm.rows {
+		ci := slices.IndexFunc(want, func(c model.Cell) bool { return c.Key == row[ki] })
+		var it int
+		fmt.Sscan(row[ii], &it)
+		k := shardOf(ci/3, it, 4)
+		if row[si] != fmt.Sprint(k) || row[hi] != fmt.Sprintf("node%d", k) {
+			t.Errorf("exported %s #%d: shard %s host %s, want %d node%d", row[ki], it, row[si], row[hi], k, k)
+		}
 	}
 	// The output is never overwritten.
 	if _, err := Merge(ctx, out, in, false); err == nil || !strings.Contains(err.Error(), "already exists") {
