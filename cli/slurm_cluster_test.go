@@ -41,8 +41,9 @@ tests:
 
 // slurmCluster is a private one-node Slurm cluster: its own munged (own
 // key and socket), slurmctld and slurmd, all from files in one temporary
-// directory, on ports of their own, so that it touches no system
-// configuration and can run beside a cluster the machine already has.
+// directory, on ports of their own and the loopback address (the host name
+// need not resolve), so that it touches no system configuration and can
+// run beside a cluster the machine already has.
 type slurmCluster struct {
 	dir      string // configuration, state, logs
 	conf     string // slurm.conf
@@ -128,7 +129,7 @@ func startSlurm(t *testing.T) *slurmCluster {
 	}
 	host, _, _ = strings.Cut(host, ".")
 	conf := fmt.Sprintf(`ClusterName=qbtest
-SlurmctldHost=%[1]s
+SlurmctldHost=%[1]s(127.0.0.1)
 SlurmctldPort=%[2]d
 SlurmdPort=%[3]d
 AuthType=auth/munge
@@ -153,7 +154,7 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 MinJobAge=600
 MailProg=/bin/true
-NodeName=%[1]s CPUs=%[6]d State=UNKNOWN
+NodeName=%[1]s NodeAddr=127.0.0.1 CPUs=%[6]d State=UNKNOWN
 PartitionName=main Nodes=%[1]s Default=YES MaxTime=INFINITE State=UP
 `, host, freePort(t), freePort(t), socket, dir, cpus())
 	if err := os.WriteFile(c.conf, []byte(conf), 0o644); err != nil {
