@@ -47,6 +47,9 @@ two). The image is built by the Containerfile at the repository's root.`,
 			if err != nil {
 				return err
 			}
+			if err := checkShards(env, p, shards); err != nil {
+				return err
+			}
 			k := cluster.K8s{Plan: safeName(p.Name), Shards: shards, Image: image, Namespace: ns, Claim: claim, Parallel: parallel, Privileged: privileged}
 			y, err := k.YAML(p.YAML())
 			if err != nil {

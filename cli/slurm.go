@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/quicbench/quicbench/cluster"
+	"github.com/quicbench/quicbench/plan"
 )
 
 func init() { Register("slurm", newSlurmCmd) }
@@ -51,6 +53,9 @@ scripts as #SBATCH lines (e.g. -- --partition=main --time=4:00:00).`,
 			}
 			p, err := loadPlan(planArg)
 			if err != nil {
+				return err
+			}
+			if err := checkShards(env, p, shards); err != nil {
 				return err
 			}
 			if dir == "" {
@@ -106,6 +111,39 @@ scripts as #SBATCH lines (e.g. -- --partition=main --time=4:00:00).`,
 	f.BoolVar(&partial, "partial", false, "merge whatever the shards stored even if some failed (afterany, merge --partial)")
 	f.StringVar(&qb, "quicbench", "", "path of the quicbench binary on the nodes (default: this binary)")
 	return cmd
+}
+
+// checkShards refuses a plan that cannot be sharded (adaptive iterations),
+// as every shard's run would, and says on stderr how the plan's blocks
+// fall into n shards: the longest shard's estimate, and shards left empty.
+func checkShards(env *Env, p *plan.Plan, n int) error {
+	if p.Precision() > 0 {
+		return Usage(fmt.Errorf("plan %s has a precision target (adaptive iterations), whose stopping rule needs all of a group's iterations in one run: it cannot be sharded", p.Name),
+			"give the plan fixed iterations (remove precision) to shard it")
+	}
+	sh, err := p.Shards(n)
+	if err != nil {
+		return Usage(err, "")
+	}
+	var longest time.Duration
+	empty := 0
+	for _, t := range sh.Totals {
+		longest = max(longest, t)
+	}
+	count := make([]int, n)
+	for _, k := range sh.Of {
+		count[k-1]++
+	}
+	for _, c := range count {
+		if c == 0 {
+			empty++
+		}
+	}
+	fmt.Fprintf(env.Stderr, "%d blocks in %d shards: the longest shard is estimated at %s\n", len(sh.Blocks), n, plan.FormatEstimate(longest))
+	if empty > 0 {
+		fmt.Fprintf(env.Stderr, "warning: %d of %d shards get no block and finish at once: the plan has only %d blocks (shard no further than about blocks / 2)\n", empty, n, len(sh.Blocks))
+	}
+	return nil
 }
 
 // sbatch submits a job with sbatch --parsable from dir and returns its id.

@@ -3,12 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/quicbench/quicbench/cluster"
+	"github.com/quicbench/quicbench/plan"
 )
 
 // runCLIExe is runCLI with the executable path set, as main sets it.
@@ -66,6 +69,40 @@ func TestSlurmInputErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("%q: exit %d, stderr %q; want exit %d with %q", c.args, code, errs, c.code, c.want)
 		}
+	}
+}
+
+// TestShardsChecked: a plan with a precision target cannot be sharded
+// (both commands refuse it), and shards left without a block are named.
+func TestShardsChecked(t *testing.T) {
+	dir := t.TempDir()
+	adaptive := filepath.Join(dir, "adaptive.yaml")
+	if err := os.WriteFile(adaptive, []byte("name: adaptive\nprecision: 5%\nprotocols: [h1, h3]\nscenarios:\n  - name: clean\ntests:\n  - test: ttfb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"slurm", "--plan", adaptive, "--shards", "2", "-o", filepath.Join(dir, "out")},
+		{"k8s", "--plan", adaptive, "--shards", "2", "--image", "qb"},
+	} {
+		if code, _, errs := runCLIExe(t, "/q", args...); code != ExitUsage || !strings.Contains(errs, "cannot be sharded") {
+			t.Errorf("%s: exit %d, %q; want a usage error saying it cannot be sharded", args[0], code, errs)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out")); err == nil {
+		t.Error("slurm wrote its directory for a plan it refused")
+	}
+	p, err := plan.Builtin("quick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := p.Blocks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(blocks) + 7
+	code, _, errs := runCLIExe(t, "/q", "slurm", "--plan", "quick", "--shards", strconv.Itoa(n), "-o", filepath.Join(dir, "many"))
+	if want := fmt.Sprintf("7 of %d shards get no block", n); code != ExitOK || !strings.Contains(errs, want) {
+		t.Errorf("%d shards of quick's %d blocks: exit %d, %q; want %q", n, len(blocks), code, errs, want)
 	}
 }
 
