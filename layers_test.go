@@ -43,8 +43,9 @@ var layers = []layer{
 	{name: "parallel check", prefixes: []string{"parcheck"}, imports: []string{"plans and results", "vocabulary"}},
 	{name: "runner", prefixes: []string{"runner"},
 		imports: []string{"measurement", "plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
+	{name: "cluster jobs", prefixes: []string{"cluster"}},
 	{name: "cli", prefixes: []string{"cli"},
-		imports: []string{"runner", "report", "parallel check", "measurement", "plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
+		imports: []string{"cluster jobs", "runner", "report", "parallel check", "measurement", "plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
 	{name: "cmd", prefixes: []string{"cmd"}, imports: []string{"cli"}},
 }
 

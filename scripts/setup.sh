@@ -18,6 +18,13 @@ command -v git >/dev/null || need+=(git)
 # newer, which Debian 12's nodejs (18.19) is.
 command -v node >/dev/null || need+=(nodejs)
 command -v npm >/dev/null || need+=(npm)
+# Slurm and munge: quicbench slurm's integration test starts a private
+# one-node cluster with them (docs/scale.md): its own munged, slurmctld and
+# slurmd from a temporary configuration. It does not use the packages'
+# services (which systemd may start, and which are harmless without one
+# configured).
+command -v slurmctld >/dev/null || need+=(slurm-wlm)
+command -v munged >/dev/null || need+=(munge)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates

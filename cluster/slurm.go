@@ -1,0 +1,301 @@
+// Package cluster generates what runs one plan's shards on a cluster: the
+// job scripts of a Slurm array job and its merge job (Slurm), and the
+// manifests of a Kubernetes Indexed Job and its merge Job (K8s). Each shard
+// is one `quicbench run --plan P --shard K/N` writing its own database;
+// the merge step joins them with `quicbench merge`. The package only writes
+// text: submitting it (sbatch, kubectl) is its caller's business.
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Files written by Slurm.Write into its directory.
+const (
+	PlanFile        = "plan.yaml" // the plan, as the shards load it
+	ArrayScriptFile = "array.sh"  // the array job: one task per shard
+	MergeScriptFile = "merge.sh"  // the merge job
+	SubmitFile      = "submit.sh" // submits both, the merge depending on the array
+	MergedFile      = "all.db"    // the merge job's output
+)
+
+// MaxShards is the most shards a plan may be split into (Slurm's default
+// MaxArraySize is 1001, so 1000 tasks at most by default).
+const MaxShards = 1000
+
+// Slurm describes the Slurm jobs of one sharded plan.
+type Slurm struct {
+	// Plan is the plan's name (job names).
+	Plan string
+	// Shards is the number of shards, one array task each (1..MaxShards).
+	Shards int
+	// Dir is the absolute directory of the plan copy, the scripts, the
+	// shard databases, the logs and the merged database. It must be on a
+	// filesystem every node sees (or see docs/scale.md for gathering).
+	Dir string
+	// Quicbench is the absolute path of the quicbench binary on the nodes.
+	Quicbench string
+	// Parallel is passed as --parallel to every shard's run (0: none).
+	Parallel int
+	// Partial makes the merge job run after the array whatever its outcome
+	// (afterany) and merge with --partial; otherwise it runs only when
+	// every task succeeded (afterok).
+	Partial bool
+	// Sbatch are extra sbatch options, appended to both scripts as
+	// #SBATCH lines: an argument starting with "-" starts a line, the
+	// arguments after it that do not are its values ("-p main" or
+	// "--time=2:00:00").
+	Sbatch []string
+}
+
+// Validate checks the description: shard count, absolute paths and
+// characters Slurm's #SBATCH lines cannot carry.
+func (s Slurm) Validate() error {
+	if s.Shards < 1 || s.Shards > MaxShards {
+		return fmt.Errorf("%d shards: want 1..%d", s.Shards, MaxShards)
+	}
+	if s.Parallel < 0 {
+		return fmt.Errorf("parallel %d: want 0 (none) or more", s.Parallel)
+	}
+	if !filepath.IsAbs(s.Dir) {
+		return fmt.Errorf("directory %q is not absolute", s.Dir)
+	}
+	if !filepath.IsAbs(s.Quicbench) {
+		return fmt.Errorf("quicbench binary %q is not an absolute path", s.Quicbench)
+	}
+	// The directory appears inside a double-quoted #SBATCH --output value,
+	// where sbatch knows no escapes, and in an output file name pattern,
+	// where "%" is a replacement symbol.
+	if strings.ContainsAny(s.Dir, "\"%\n\r\\") {
+		return fmt.Errorf("directory %q: Slurm's --output cannot name a path with \", %%, \\ or a line break", s.Dir)
+	}
+	if strings.ContainsAny(s.Quicbench, "\n\r") {
+		return fmt.Errorf("quicbench binary %q has a line break", s.Quicbench)
+	}
+	if len(s.Sbatch) > 0 && !strings.HasPrefix(s.Sbatch[0], "-") {
+		return fmt.Errorf("sbatch options: %q is not an option (want e.g. --partition=main)", s.Sbatch[0])
+	}
+	for _, o := range s.Sbatch {
+		if strings.ContainsAny(o, "\n\r\"") {
+			return fmt.Errorf("sbatch option %q: no line breaks or double quotes", o)
+		}
+	}
+	return nil
+}
+
+// ShardDB returns the path of shard k's database (k 1-based).
+func (s Slurm) ShardDB(k int) string { return filepath.Join(s.Dir, fmt.Sprintf("shard-%d.db", k)) }
+
+// sbatchLines renders the extra options as #SBATCH lines.
+func (s Slurm) sbatchLines() string {
+	var b strings.Builder
+	var line []string
+	flush := func() {
+		if len(line) > 0 {
+			b.WriteString("#SBATCH " + strings.Join(line, " ") + "\n")
+		}
+		line = nil
+	}
+	for _, o := range s.Sbatch {
+		if strings.HasPrefix(o, "-") {
+			flush()
+		}
+		line = append(line, sbatchQuote(o))
+	}
+	flush()
+	return b.String()
+}
+
+// sbatchQuote quotes an #SBATCH argument holding blanks the way sbatch
+// reads it: double quotes around the value (after "=" for a long option).
+func sbatchQuote(o string) string {
+	if !strings.ContainsAny(o, " \t") {
+		return o
+	}
+	if name, val, ok := strings.Cut(o, "="); ok && strings.HasPrefix(name, "-") && !strings.ContainsAny(name, " \t") {
+		return name + `="` + val + `"`
+	}
+	return `"` + o + `"`
+}
+
+// shQuote quotes s for a POSIX shell.
+func shQuote(s string) string {
+	if s != "" && safeShell.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+var safeShell = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+// JobName returns the Slurm job name of the array ("qb-PLAN").
+func (s Slurm) JobName() string { return "qb-" + s.Plan }
+
+func (s Slurm) header(w *strings.Builder, what string) {
+	fmt.Fprintf(w, "#!/bin/bash\n# %s of quicbench plan %s, %d shards: generated by quicbench slurm.\n", what, s.Plan, s.Shards)
+}
+
+// ArrayScript returns the array job's script: task K runs shard K/N into
+// DIR/shard-K.db, or resumes it when that database exists (a task that was
+// requeued or resubmitted after a failure), and marks it done
+// (DIR/shard-K.done) when the run ends well; a task finding that mark
+// does nothing.
+func (s Slurm) ArrayScript() string {
+	var w strings.Builder
+	s.header(&w, "Array job (one task per shard)")
+	fmt.Fprintf(&w, "#SBATCH --job-name=%s\n", sbatchQuote(s.JobName()))
+	fmt.Fprintf(&w, "#SBATCH --array=1-%d\n", s.Shards)
+	w.WriteString("#SBATCH --requeue\n")
+	fmt.Fprintf(&w, "#SBATCH --output=\"%s\"\n", filepath.Join(s.Dir, "shard-%a.log"))
+	w.WriteString("#SBATCH --open-mode=append\n")
+	w.WriteString(s.sbatchLines())
+	w.WriteString("set -euo pipefail\n")
+	fmt.Fprintf(&w, "qb=%s\n", shQuote(s.Quicbench))
+	fmt.Fprintf(&w, "dir=%s\n", shQuote(s.Dir))
+	fmt.Fprintf(&w, "n=%d\n", s.Shards)
+	w.WriteString("k=${SLURM_ARRAY_TASK_ID:?run this script as a Slurm array task (sbatch)}\n")
+	w.WriteString("db=\"$dir/shard-$k.db\"\n")
+	extra := " --no-report --lines"
+	if s.Parallel > 0 {
+		extra += fmt.Sprintf(" --parallel %d", s.Parallel)
+	}
+	w.WriteString("echo \"== shard $k/$n on $(hostname) at $(date -u +%FT%TZ) (restart ${SLURM_RESTART_COUNT:-0})\"\n")
+	// A shard whose run ended complete is marked done: quicbench refuses to
+	// resume a complete run, and the array may run again (resubmitted after
+	// another shard failed) without taking it again.
+	w.WriteString("mark=\"$dir/shard-$k.done\"\n")
+	w.WriteString("if [ -e \"$mark\" ]; then\n")
+	w.WriteString("\techo \"shard $k is complete ($mark): nothing to do\"\n")
+	w.WriteString("\texit 0\n")
+	w.WriteString("fi\n")
+	w.WriteString("if [ -e \"$db\" ]; then\n")
+	w.WriteString("\techo \"resuming $db\"\n")
+	w.WriteString("\t\"$qb\" run --resume \"$db\"" + extra + "\n")
+	w.WriteString("else\n")
+	w.WriteString("\t\"$qb\" run --plan \"$dir/" + PlanFile + "\" --shard \"$k/$n\" -o \"$db\"" + extra + "\n")
+	w.WriteString("fi\n")
+	w.WriteString("touch \"$mark\"\n")
+	return w.String()
+}
+
+// MergeScript returns the merge job's script: quicbench merge of every
+// shard's database into DIR/all.db (with Partial, of those that exist,
+// with --partial).
+func (s Slurm) MergeScript() string {
+	var w strings.Builder
+	s.header(&w, "Merge job (after the array job)")
+	fmt.Fprintf(&w, "#SBATCH --job-name=%s\n", sbatchQuote(s.JobName()+"-merge"))
+	fmt.Fprintf(&w, "#SBATCH --output=\"%s\"\n", filepath.Join(s.Dir, "merge.log"))
+	w.WriteString(s.sbatchLines())
+	w.WriteString("set -euo pipefail\n")
+	fmt.Fprintf(&w, "qb=%s\n", shQuote(s.Quicbench))
+	fmt.Fprintf(&w, "dir=%s\n", shQuote(s.Dir))
+	fmt.Fprintf(&w, "n=%d\n", s.Shards)
+	w.WriteString("dbs=()\n")
+	w.WriteString("for k in $(seq 1 \"$n\"); do\n")
+	if s.Partial {
+		w.WriteString("\tif [ -e \"$dir/shard-$k.db\" ]; then dbs+=(\"$dir/shard-$k.db\"); else echo \"shard $k: no database, left out\"; fi\n")
+	} else {
+		w.WriteString("\tdbs+=(\"$dir/shard-$k.db\")\n")
+	}
+	w.WriteString("done\n")
+	partial := ""
+	if s.Partial {
+		partial = " --partial"
+	}
+	// quicbench merge never overwrites: a merge job run again (requeued,
+	// or after a shard was redone) replaces what the last one wrote.
+	w.WriteString("rm -f \"$dir/" + MergedFile + "\"\n")
+	w.WriteString("exec \"$qb\" merge \"${dbs[@]}\" -o \"$dir/" + MergedFile + "\"" + partial + "\n")
+	return w.String()
+}
+
+// Dependency returns the merge job's sbatch dependency on the array job.
+func (s Slurm) Dependency(arrayJob string) string {
+	if s.Partial {
+		return "afterany:" + arrayJob
+	}
+	return "afterok:" + arrayJob
+}
+
+// SubmitScript returns a script that submits the array job and then the
+// merge job depending on it, as quicbench slurm --submit does.
+func (s Slurm) SubmitScript() string {
+	var w strings.Builder
+	s.header(&w, "Submits the array job and the merge job")
+	w.WriteString("set -euo pipefail\n")
+	fmt.Fprintf(&w, "dir=%s\n", shQuote(s.Dir))
+	w.WriteString("array=$(sbatch --parsable \"$dir/" + ArrayScriptFile + "\")\n")
+	w.WriteString("array=${array%%;*}\n")
+	dep := "afterok"
+	if s.Partial {
+		dep = "afterany"
+	}
+	w.WriteString("merge=$(sbatch --parsable --dependency=" + dep + ":\"$array\" \"$dir/" + MergeScriptFile + "\")\n")
+	w.WriteString("merge=${merge%%;*}\n")
+	w.WriteString("echo \"array job $array, merge job $merge\"\n")
+	return w.String()
+}
+
+// ErrOtherPlan is returned by Write when the directory already holds shard
+// databases of a different plan.
+var ErrOtherPlan = errors.New("the directory holds shard databases of another plan")
+
+// Write creates the directory if needed and writes the plan (planYAML) and
+// the scripts into it. It refuses a directory whose plan.yaml differs from
+// planYAML while shard databases are there: the array would resume those.
+func (s Slurm) Write(planYAML []byte) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
+	if old, err := os.ReadFile(filepath.Join(s.Dir, PlanFile)); err == nil && string(old) != string(planYAML) {
+		if dbs, _ := filepath.Glob(filepath.Join(s.Dir, "shard-*.db")); len(dbs) > 0 {
+			return fmt.Errorf("%s: %w (%s); choose another directory or remove them", s.Dir, ErrOtherPlan, filepath.Base(dbs[0]))
+		}
+	}
+	files := []struct {
+		name string
+		data string
+		mode os.FileMode
+	}{
+		{PlanFile, string(planYAML), 0o644},
+		{ArrayScriptFile, s.ArrayScript(), 0o755},
+		{MergeScriptFile, s.MergeScript(), 0o755},
+		{SubmitFile, s.SubmitScript(), 0o755},
+	}
+	for _, f := range files {
+		if err := writeAtomic(filepath.Join(s.Dir, f.name), []byte(f.data), f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes data to path through a temporary file and a rename.
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
