@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -34,20 +33,11 @@ two). The image is built by the Containerfile at the repository's root.`,
   kubectl apply -f qb.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if planArg == "" {
-				return Usage(errors.New("no plan: give --plan NAME|FILE"), "")
-			}
-			if image == "" {
+			if image == "" && planArg != "" {
 				return Usage(errors.New("no image: give --image with the quicbench image the pods run"), "build one with the Containerfile: podman build -t IMAGE -f Containerfile .")
 			}
-			if shards < 1 || shards > cluster.MaxShards {
-				return Usage(fmt.Errorf("--shards %d: want 1..%d shards", shards, cluster.MaxShards), "")
-			}
-			p, err := loadPlan(planArg)
+			p, err := loadShardedPlan(env, planArg, shards)
 			if err != nil {
-				return err
-			}
-			if err := checkShards(env, p, shards); err != nil {
 				return err
 			}
 			k := cluster.K8s{Plan: safeName(p.Name), Shards: shards, Image: image, Namespace: ns, Claim: claim, Parallel: parallel, Privileged: privileged}

@@ -45,17 +45,8 @@ scripts as #SBATCH lines (e.g. -- --partition=main --time=4:00:00).`,
 			if dash := cmd.ArgsLenAtDash(); dash != 0 && len(args) > 0 {
 				return Usage(fmt.Errorf("unexpected argument %q", args[0]), "sbatch options go after --")
 			}
-			if planArg == "" {
-				return Usage(errors.New("no plan: give --plan NAME|FILE"), "")
-			}
-			if shards < 1 || shards > cluster.MaxShards {
-				return Usage(fmt.Errorf("--shards %d: want 1..%d shards", shards, cluster.MaxShards), "")
-			}
-			p, err := loadPlan(planArg)
+			p, err := loadShardedPlan(env, planArg, shards)
 			if err != nil {
-				return err
-			}
-			if err := checkShards(env, p, shards); err != nil {
 				return err
 			}
 			if dir == "" {
@@ -111,6 +102,22 @@ scripts as #SBATCH lines (e.g. -- --partition=main --time=4:00:00).`,
 	f.BoolVar(&partial, "partial", false, "merge whatever the shards stored even if some failed (afterany, merge --partial)")
 	f.StringVar(&qb, "quicbench", "", "path of the quicbench binary on the nodes (default: this binary)")
 	return cmd
+}
+
+// loadShardedPlan checks the --plan and --shards of slurm and k8s, loads
+// the plan and checks that it can be sharded (checkShards).
+func loadShardedPlan(env *Env, planArg string, shards int) (*plan.Plan, error) {
+	if planArg == "" {
+		return nil, Usage(errors.New("no plan: give --plan NAME|FILE"), "")
+	}
+	if shards < 1 || shards > cluster.MaxShards {
+		return nil, Usage(fmt.Errorf("--shards %d: want 1..%d shards", shards, cluster.MaxShards), "")
+	}
+	p, err := loadPlan(planArg)
+	if err != nil {
+		return nil, err
+	}
+	return p, checkShards(env, p, shards)
 }
 
 // checkShards refuses a plan that cannot be sharded (adaptive iterations),

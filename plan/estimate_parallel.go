@@ -214,7 +214,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 		}
 	}
 
-	var running runHeap
+	running := sliceHeap[runEntry]{less: func(a, b runEntry) bool { return a.end < b.end }}
 	var now, end time.Duration
 	var skipped []int
 	loads := make([]SampleLoad, 0, adm.Slots)
@@ -230,10 +230,10 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 	}
 	for {
 		// Start what the admission rule accepts, in order.
-		for len(running) < adm.Slots {
+		for running.Len() < adm.Slots {
 			loads = loads[:0]
 			cpu, excl := 0.0, false
-			for _, r := range running {
+			for _, r := range running.items {
 				loads = append(loads, r.load)
 				cpu += r.load.CPU
 				excl = excl || r.load.Exclusive
@@ -242,7 +242,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 				break
 			}
 			limit := math.MaxFloat64 // an idle machine admits any block
-			if len(running) > 0 {
+			if running.Len() > 0 {
 				limit = adm.Budget - cpu + 1e-9
 			}
 			pos := tree.leftmost(limit)
@@ -250,7 +250,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 				break
 			}
 			b := blocks[order[pos]]
-			if b.load.Exclusive && len(running) > 0 {
+			if b.load.Exclusive && running.Len() > 0 {
 				break // the barrier: it runs alone once the others end
 			}
 			if !adm.Admit(loads, b.load) {
@@ -268,12 +268,12 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 			tree.set(pos, leaf(pos))
 		}
 		skipped = skipped[:0]
-		if len(running) == 0 {
+		if running.Len() == 0 {
 			return end // nothing runs and nothing started: all done
 		}
 		// The next end of a block, and every block ending with it.
-		now = running[0].end
-		for len(running) > 0 && running[0].end == now {
+		now = running.items[0].end
+		for running.Len() > 0 && running.items[0].end == now {
 			r := heap.Pop(&running).(runEntry)
 			if adaptive {
 				if q := queue[r.group]; len(q) > 0 {
@@ -326,20 +326,6 @@ type runEntry struct {
 	end   time.Duration
 	group int
 	load  SampleLoad
-}
-
-// runHeap is the running blocks, the one ending first on top.
-type runHeap []runEntry
-
-func (h runHeap) Len() int           { return len(h) }
-func (h runHeap) Less(i, j int) bool { return h[i].end < h[j].end }
-func (h runHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *runHeap) Push(x any)        { *h = append(*h, x.(runEntry)) }
-func (h *runHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // minTree is a segment tree of the minimum of n values (+Inf = absent)

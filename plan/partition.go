@@ -84,14 +84,19 @@ func Partition(durations []time.Duration, n int) []int {
 		}
 		return 0
 	})
-	h := make(loadHeap, n)
-	for i := range h {
-		h[i] = shardLoad{shard: i}
+	h := sliceHeap[shardLoad]{items: make([]shardLoad, n), less: func(a, b shardLoad) bool {
+		if a.load != b.load {
+			return a.load < b.load
+		}
+		return a.shard < b.shard
+	}}
+	for i := range h.items {
+		h.items[i] = shardLoad{shard: i}
 	}
 	// Already a heap: equal loads, ascending index.
 	for _, b := range order {
-		out[b] = h[0].shard
-		h[0].load = addSat(h[0].load, max(durations[b], 0))
+		out[b] = h.items[0].shard
+		h.items[0].load = addSat(h.items[0].load, max(durations[b], 0))
 		heap.Fix(&h, 0)
 	}
 	return out
@@ -101,25 +106,6 @@ func Partition(durations []time.Duration, n int) []int {
 type shardLoad struct {
 	load  time.Duration
 	shard int
-}
-
-// loadHeap orders shards by load, then index.
-type loadHeap []shardLoad
-
-func (h loadHeap) Len() int { return len(h) }
-func (h loadHeap) Less(i, j int) bool {
-	if h[i].load != h[j].load {
-		return h[i].load < h[j].load
-	}
-	return h[i].shard < h[j].shard
-}
-func (h loadHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *loadHeap) Push(x any)   { *h = append(*h, x.(shardLoad)) }
-func (h *loadHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // BlockKey identifies a block of a run: all protocols of one iteration (-1:
