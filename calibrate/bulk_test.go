@@ -338,14 +338,20 @@ func TestSoaker(t *testing.T) {
 	if err := unix.SchedSetaffinity(spin.Process.Pid, &set); err != nil {
 		t.Fatal(err)
 	}
+	// A soaker that did not yield would share CPU 0 with the spinner (half
+	// its quiet rate); one that yields gets what the scheduler leaves a
+	// SCHED_IDLE thread beside a busy one, which reached 10.4% over 0.3 s in
+	// one CI run (a VM's time slices, other tests' processes): the bound is
+	// a quarter, over 1 s.
+	time.Sleep(50 * time.Millisecond) // the spinner moves to CPU 0
 	a, err := s.mark()
 	if err == nil {
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(time.Second)
 		var b soakMark
 		if b, err = s.mark(); err == nil {
 			var r []float64
-			if r, err = rates(b, a); err == nil && r[0] > 0.1*s.last[0] {
-				t.Errorf("CPU 0 soaker at %.0f units/s with a process spinning there, against %.0f quiet: want under a tenth", r[0], s.last[0])
+			if r, err = rates(b, a); err == nil && r[0] > 0.25*s.last[0] {
+				t.Errorf("CPU 0 soaker at %.0f units/s with a process spinning there, against %.0f quiet: want under a quarter (a soaker that did not yield would get half)", r[0], s.last[0])
 			}
 		}
 	}
