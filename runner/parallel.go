@@ -130,8 +130,8 @@ type dispatch struct {
 	todo      int           // steps this invocation set out to take
 	start     time.Time
 
-	slots     int  // the most testbeds active at once
-	capped    bool // the parallelism asked for exceeded plan.MaxParallel
+	slots     int // the most testbeds active at once
+	asked     int // the parallelism asked for, when it exceeded plan.MaxParallel (0 otherwise)
 	rule      plan.Admission
 	first     time.Time
 	doneEst   time.Duration
@@ -154,24 +154,25 @@ type meanOf struct {
 }
 
 // parallelism is the most testbeds the run keeps active: the option, else
-// the plan's field, else 1, capped at plan.MaxParallel for this machine.
-func (r *run) parallelism() (n int, capped bool) {
+// the plan's field, else 1, capped at plan.MaxParallel for this machine;
+// asked is what was asked for when the cap applied (0 otherwise).
+func (r *run) parallelism() (n, asked int) {
 	n = r.opts.Parallel
 	if n <= 0 {
 		n = r.plan.Parallel()
 	}
 	n = max(n, 1)
 	if m := plan.MaxParallel(runtime.NumCPU()); n > m {
-		return m, true
+		return m, n
 	}
-	return n, false
+	return n, 0
 }
 
 func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	r := d.r
 	n := d.slots
-	if d.capped {
-		msg := fmt.Sprintf("parallel %d capped at %d testbeds (plan.MaxParallelPerCPU x %d CPUs)", max(r.opts.Parallel, r.plan.Parallel()), n, runtime.NumCPU())
+	if d.asked > 0 {
+		msg := fmt.Sprintf("parallel %d capped at %d testbeds (plan.MaxParallelPerCPU x %d CPUs)", d.asked, n, runtime.NumCPU())
 		fmt.Fprintln(r.opts.Log, "quicbench: "+msg)
 	}
 	d.rule = plan.Admission{Slots: n, Budget: plan.LoadBudget(runtime.NumCPU())}

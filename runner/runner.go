@@ -162,7 +162,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	}
 	prog := newProgress(opts(r).Progress, r.opts.Mode)
 	defer prog.finish()
-	slots, capped := r.parallelism()
+	slots, asked := r.parallelism()
 	prog.slots = slots
 	// Each sample's estimate (nil when the plan cannot be estimated: the
 	// ETA then falls back to the mean time per sample).
@@ -185,7 +185,7 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 		r.markInterrupted(ctx)
 		return nil, err
 	}
-	d := &dispatch{r: r, ad: ad, sum: sum, prog: prog, est: est, remaining: remaining, todo: len(todo), start: start, slots: slots, capped: capped}
+	d := &dispatch{r: r, ad: ad, sum: sum, prog: prog, est: est, remaining: remaining, todo: len(todo), start: start, slots: slots, asked: asked}
 	err = d.run(ctx, todo)
 	sum.Elapsed = time.Since(start)
 	sum.Overheads = stats.Overheads(d.overheads)
