@@ -53,6 +53,17 @@ var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse}
 // tests, speaks h1, h2 and h3, and its samples include the browser's start.
 func IsBrowser(client string) bool { return client == ClientChromium || client == ClientLighthouse }
 
+// Server names: which implementation serves a sample's requests.
+const (
+	ServerQuicbench = "quicbench" // quicbench's own server (net/http, quic-go)
+	ServerAioquic   = "aioquic"   // aioquic's HTTP/3 server (Python), HTTP/3 only
+	ServerCaddy     = "caddy"     // Caddy, a production web server, serving files from disk
+)
+
+// Servers lists every server implementation in documentation order,
+// ServerQuicbench (the default) first.
+var Servers = []string{ServerQuicbench, ServerAioquic, ServerCaddy}
+
 // Status is the outcome of one sample.
 type Status string
 
@@ -90,6 +101,11 @@ type Environment struct {
 	CCClient      string            // TCP congestion control in the client namespace
 	CCServer      string            // TCP congestion control in the server namespace
 	Sysctls       map[string]string // socket buffer and other settings applied per namespace
+	// Peers are the versions of the third-party programs that took the
+	// run's samples, by name ("aioquic", "caddy", "chromium", "firefox"...),
+	// e.g. "aioquic 1.7.2". Empty when only quicbench's own client and
+	// server ran.
+	Peers map[string]string
 }
 
 // Factor is one named coordinate of a cell: a grid dimension of its scenario
@@ -104,7 +120,7 @@ type Factor struct {
 // warm-up sample when the plan asks for one).
 type Cell struct {
 	ID             int64
-	Key            string   // stable identity within a run, e.g. "loss-2/download/size=1MB/h3/builtin/cubic"
+	Key            string   // stable identity within a run, e.g. "loss-2/download/size=1MB/h3/builtin/cubic" ("/SERVER" appended for a server other than quicbench's)
 	Group          string   // Key without the protocol: cells of one group are compared with each other
 	Scenario       string   // scenario name from the plan
 	LinkUp         string   // link spec client->server (netem grammar), "" for none
@@ -113,6 +129,7 @@ type Cell struct {
 	Factors        []Factor // grid coordinates and test parameters, in plan order
 	Protocol       string   // one of Protocols
 	Client         string   // ClientBuiltin, ClientChromium or ClientLighthouse
+	Server         string   // one of Servers; ServerQuicbench unless the plan chose another
 	CC             string   // TCP congestion control: cubic, bbr, reno
 	Metric         string   // name of the primary metric (a key of Sample.Metrics)
 	Unit           string   // unit of the primary metric, e.g. "ms", "Mbit/s"

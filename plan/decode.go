@@ -33,6 +33,7 @@ type doc struct {
 	timeout           time.Duration
 	protocols         []string
 	clients           []string
+	servers           []string
 	ccs               []string
 	timeoutAt         scalarAt // where timeout is set; zero when it is not
 	protoPos          pos
@@ -80,6 +81,7 @@ type testDoc struct {
 	timeoutAt  scalarAt      // where timeout is set
 	protocols  []string      // nil: the plan's
 	clients    []string      // nil: the plan's
+	servers    []string      // nil: the plan's
 	scenarios  []string      // nil: every scenario
 	scenAt     []pos
 	params     []paramVals // as written, in the test's canonical parameter order
@@ -113,10 +115,10 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "warmup", "protocols", "client", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace"}
 	gridKeys  = []string{"name", "grid", "direction", "base"}
-	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "timeout", "scenarios", "params"}
+	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
 	nameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 	yamlLine  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 )
@@ -391,7 +393,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 		return nil, false
 	}
 	out := &doc{seed: DefaultSeed, iterations: DefaultIterations, warmup: true, timeout: DefaultTimeout,
-		protocols: []string{model.ProtoH1, model.ProtoH2, model.ProtoH3}, clients: []string{DefaultClient}, ccs: []string{DefaultCC}}
+		protocols: []string{model.ProtoH1, model.ProtoH2, model.ProtoH3}, clients: []string{DefaultClient}, servers: []string{model.ServerQuicbench}, ccs: []string{DefaultCC}}
 	if v, ok := f["name"]; ok {
 		if s, ok := d.str(v.val, "name"); ok {
 			switch {
@@ -462,6 +464,11 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 		out.clientPos = at(v.val)
 		if s, ok := d.choices(v.val, "client", model.Clients); ok {
 			out.clients = s
+		}
+	}
+	if v, ok := f["server"]; ok {
+		if s, ok := d.choices(v.val, "server", model.Servers); ok {
+			out.servers = s
 		}
 	}
 	if v, ok := f["cc"]; ok {
@@ -806,6 +813,16 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 							pv := f["protocols"].val
 							d.failAt(d.itemPos(pv, j), d.itemPath(pv, path+".protocols", j), p, why)
 						}
+					}
+				}
+			}
+		}
+		if v, ok := f["server"]; ok {
+			if s, ok := d.choices(v.val, path+".server", model.Servers); ok {
+				t.servers = s
+				for j, srv := range s {
+					if why := serverUnsupported(def, srv); why != "" {
+						d.failAt(d.itemPos(v.val, j), d.itemPath(v.val, path+".server", j), srv, why)
 					}
 				}
 			}

@@ -373,8 +373,12 @@ type entryPlan struct {
 	points  []int
 	combos  [][]model.Factor // parameter combinations, first parameter slowest
 	clients []string
-	protos  map[string][][]string // client -> per combo -> protocols
+	servers []string
+	protos  map[string][][]string // stackKey(client, server) -> per combo -> protocols ([] when the server cannot serve any)
 }
+
+// stackKey is the entryPlan.protos key of a client and a server.
+func stackKey(client, server string) string { return client + "\x00" + server }
 
 func (e *expander) cells() {
 	d := &e.p.d
@@ -386,9 +390,9 @@ func (e *expander) cells() {
 			continue
 		}
 		n := 0
-		for _, c := range ep.clients {
-			for _, ps := range ep.protos[c] {
-				n += len(ps)
+		for _, ps := range ep.protos {
+			for _, p := range ps {
+				n += len(p)
 			}
 		}
 		n *= len(ep.points) * len(d.ccs)
@@ -441,42 +445,49 @@ func (e *expander) cells() {
 				}
 				prefix := sc.Name + "/" + t.test + "/" + strings.Join(pv, ",")
 				for _, client := range ep.clients {
-					for _, cc := range d.ccs {
-						for _, proto := range ep.protos[client][ci] {
-							metric, unit, higher := ep.def.primary(client)
-							c := model.Cell{
-								Key:            prefix + "/" + proto + "/" + client + "/" + cc,
-								Group:          prefix + "/" + client + "/" + cc,
-								Scenario:       sc.Name,
-								LinkUp:         sc.Up,
-								LinkDown:       sc.Down,
-								Test:           t.test,
-								Protocol:       proto,
-								Client:         client,
-								CC:             cc,
-								Metric:         metric,
-								Unit:           unit,
-								HigherIsBetter: higher,
-								Iterations:     iters,
-								Warmup:         warm,
+					for _, server := range ep.servers {
+						for _, cc := range d.ccs {
+							suffix := ""
+							if server != model.ServerQuicbench {
+								suffix = "/" + server
 							}
-							c.Factors = append(append([]model.Factor(nil), sc.Factors...), combo...)
-							if j, dup := owner[c.Key]; dup {
-								if !reported[t.index] {
-									reported[t.index] = true
-									e.failAt(t.at, fmt.Sprintf("tests[%d]", t.index), "", fmt.Sprintf(
-										"measures cell %s again (already in tests[%d]); give the two entries different parameters, scenarios or protocols", c.Key, j))
+							for _, proto := range ep.protos[stackKey(client, server)][ci] {
+								metric, unit, higher := ep.def.primary(client)
+								c := model.Cell{
+									Key:            prefix + "/" + proto + "/" + client + "/" + cc + suffix,
+									Group:          prefix + "/" + client + "/" + cc + suffix,
+									Scenario:       sc.Name,
+									LinkUp:         sc.Up,
+									LinkDown:       sc.Down,
+									Test:           t.test,
+									Protocol:       proto,
+									Client:         client,
+									Server:         server,
+									CC:             cc,
+									Metric:         metric,
+									Unit:           unit,
+									HigherIsBetter: higher,
+									Iterations:     iters,
+									Warmup:         warm,
 								}
-								continue
+								c.Factors = append(append([]model.Factor(nil), sc.Factors...), combo...)
+								if j, dup := owner[c.Key]; dup {
+									if !reported[t.index] {
+										reported[t.index] = true
+										e.failAt(t.at, fmt.Sprintf("tests[%d]", t.index), "", fmt.Sprintf(
+											"measures cell %s again (already in tests[%d]); give the two entries different parameters, scenarios or protocols", c.Key, j))
+									}
+									continue
+								}
+								owner[c.Key] = t.index
+								if t.timeout > 0 {
+									timeouts[c.Key] = t.timeout
+								}
+								if d.precision > 0 {
+									minIters[c.Key] = least
+								}
+								cells = append(cells, c)
 							}
-							owner[c.Key] = t.index
-							if t.timeout > 0 {
-								timeouts[c.Key] = t.timeout
-							}
-							if d.precision > 0 {
-								minIters[c.Key] = least
-							}
-							cells = append(cells, c)
 						}
 					}
 				}
@@ -602,7 +613,25 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 		return ep, false
 	}
 
-	// protocols per client and parameter combination
+	// servers
+	if t.servers != nil {
+		ep.servers = t.servers
+	} else {
+		for _, srv := range d.servers {
+			if why := serverUnsupported(def, srv); why != "" {
+				e.note(fmt.Sprintf("%s: server %s skipped: %s", label, srv, why))
+				continue
+			}
+			ep.servers = append(ep.servers, srv)
+		}
+		if len(ep.servers) == 0 {
+			e.failAt(t.at, path, "", fmt.Sprintf("no server can run %s: the plan's server is %s; set server: quicbench on this test",
+				t.test, strings.Join(d.servers, ", ")))
+			return ep, false
+		}
+	}
+
+	// protocols per client, server and parameter combination
 	for _, client := range ep.clients {
 		var base, dropped []string
 		if t.protocols != nil {
@@ -655,10 +684,31 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 					t.test, strings.Join(pv, ","), client, strings.Join(reasons, "; ")))
 				return ep, false
 			}
-			ep.protos[client] = append(ep.protos[client], ps)
+			e.splitByServer(&ep, label, client, ps)
 		}
 	}
 	return ep, true
+}
+
+// splitByServer adds the protocols ps of one client and parameter
+// combination to ep.protos for each of ep's servers, keeping those the
+// server serves. A server left with none gets an empty list (its cells
+// are skipped, with a note); the entry fails only when no server is left
+// with any, which the client's own checks already rule out for quicbench's
+// server.
+func (e *expander) splitByServer(ep *entryPlan, label, client string, ps []string) {
+	for _, srv := range ep.servers {
+		var kept []string
+		for _, p := range ps {
+			if why := serverProtoUnsupported(p, srv); why != "" {
+				e.note(fmt.Sprintf("%s: protocol %s skipped for server %s: %s", label, p, srv, why))
+				continue
+			}
+			kept = append(kept, p)
+		}
+		k := stackKey(client, srv)
+		ep.protos[k] = append(ep.protos[k], kept)
+	}
 }
 
 // lighthouseTimeout checks the timeout of a test entry that runs the

@@ -227,13 +227,13 @@ scenarios:
 tests:
   - test: ttfb
     parms: {size: 1KB}
-`, `plan.yaml:6:5: tests[0]: unknown key "parms", did you mean "params"? (allowed: test, iterations, warmup, protocols, client, timeout, scenarios, params)`},
+`, `plan.yaml:6:5: tests[0]: unknown key "parms", did you mean "params"? (allowed: test, iterations, warmup, protocols, client, server, timeout, scenarios, params)`},
 		{"unknown top key", `
 scenario:
   - name: a
 tests:
   - test: ttfb
-`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, parallel, warmup, protocols, client, cc, timeout, scenarios, tests)\n" +
+`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, parallel, warmup, protocols, client, server, cc, timeout, scenarios, tests)\n" +
 			"plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)"},
 		{"unknown param", `
 scenarios: [{name: a}]
@@ -413,7 +413,7 @@ tests: []
 `, `plan.yaml:3:8: tests: empty list: the plan would have zero cells (give at least one of tests)`},
 		{"not a mapping", `- a
 - b
-`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, parallel, warmup, protocols, client, cc, timeout, scenarios, tests, got a list`},
+`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, parallel, warmup, protocols, client, server, cc, timeout, scenarios, tests, got a list`},
 		{"empty", ``, `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"comment only", "# nothing\n", `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"syntax", "scenarios: [\n", `plan.yaml:1: YAML syntax: did not find expected node content`},
@@ -426,7 +426,7 @@ tests: [{test: ttfb}]
 `, `plan.yaml:4:1: tests: duplicate key`},
 		{"no suggestion for a distant key", `
 base: &b {test: ttfb}
-`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, parallel, warmup, protocols, client, cc, timeout, scenarios, tests)
+`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, parallel, warmup, protocols, client, server, cc, timeout, scenarios, tests)
 plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)
 plan.yaml:2:1: tests: missing (a plan needs at least one test, e.g. - test: ttfb)`},
 		{"merge key", `
@@ -435,7 +435,7 @@ tests:
   - &t {test: ttfb}
   - <<: *t
     iterations: 3
-`, `plan.yaml:5:5: tests[1]: merge keys (<<) are not supported; repeat the fields (allowed: test, iterations, warmup, protocols, client, timeout, scenarios, params)
+`, `plan.yaml:5:5: tests[1]: merge keys (<<) are not supported; repeat the fields (allowed: test, iterations, warmup, protocols, client, server, timeout, scenarios, params)
 plan.yaml:5:5: tests[1]: missing test (allowed: latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu)`},
 		{"too many cells", grid1000 + `    params: {size: [1KB, 2KB, 3KB, 4KB, 5KB, 6KB, 7KB, 8KB, 9KB, 10KB, 11KB, 12KB, 13KB, 14KB, 15KB, 16KB, 17KB, 18KB, 19KB, 20KB, 21KB, 22KB, 23KB, 24KB, 25KB, 26KB, 27KB, 28KB, 29KB, 30KB, 31KB, 32KB, 33KB, 34KB]}
 `, `plan.yaml:8:5: tests[0]: the plan expands to more than 100000 cells; split it into several plans`},

@@ -303,6 +303,7 @@ func (d doc) clone() doc {
 	c := d
 	c.protocols = append([]string(nil), d.protocols...)
 	c.clients = append([]string(nil), d.clients...)
+	c.servers = append([]string(nil), d.servers...)
 	c.ccs = append([]string(nil), d.ccs...)
 	c.scenarios = make([]scenDoc, len(d.scenarios))
 	for i, s := range d.scenarios {
@@ -321,6 +322,7 @@ func (d doc) clone() doc {
 	for i, t := range d.tests {
 		t.protocols = cloneStrings(t.protocols)
 		t.clients = cloneStrings(t.clients)
+		t.servers = cloneStrings(t.servers)
 		t.scenarios = cloneStrings(t.scenarios)
 		t.scenAt = append([]pos(nil), t.scenAt...)
 		ps := make([]paramVals, len(t.params))

@@ -71,6 +71,11 @@ func (p *Plan) render() []byte {
 	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
 	top.add("protocols", flowList(d.protocols, false))
 	top.add("client", oneOrList(d.clients, false))
+	if !defaultServers(d.servers) {
+		// Only when chosen: the plans written before servers existed keep
+		// their canonical text, and so their hash.
+		top.add("server", oneOrList(d.servers, false))
+	}
 	top.add("cc", oneOrList(d.ccs, false))
 	top.add("timeout", scalar(formatDuration(p.Timeout)))
 
@@ -132,6 +137,9 @@ func (p *Plan) render() []byte {
 		}
 		if t.clients != nil {
 			m.add("client", oneOrList(t.clients, false))
+		}
+		if t.servers != nil {
+			m.add("server", oneOrList(t.servers, false))
 		}
 		if t.timeout > 0 {
 			m.add("timeout", scalar(formatDuration(t.timeout)))

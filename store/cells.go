@@ -80,8 +80,8 @@ func (db *DB) InsertCells(ctx context.Context, runID int64, cells []model.Cell) 
 		}
 		defer find.Close()
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO cells (run_id, position, key, group_key, scenario,
-			link_up, link_down, test, factors, protocol, client, cc, metric, unit, higher_is_better,
-			iterations, warmup) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			link_up, link_down, test, factors, protocol, client, server, cc, metric, unit, higher_is_better,
+			iterations, warmup) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func (db *DB) InsertCells(ctx context.Context, runID int64, cells []model.Cell) 
 				return fmt.Errorf("store: cell %q: %w", c.Key, err)
 			}
 			res, err := ins.ExecContext(ctx, runID, next, c.Key, c.Group, c.Scenario, c.LinkUp, c.LinkDown,
-				c.Test, factors, c.Protocol, c.Client, c.CC, c.Metric, c.Unit, boolInt(c.HigherIsBetter),
+				c.Test, factors, c.Protocol, c.Client, serverOf(c), c.CC, c.Metric, c.Unit, boolInt(c.HigherIsBetter),
 				c.Iterations, boolInt(c.Warmup))
 			if err != nil {
 				return fmt.Errorf("store: inserting cell %q: %w", c.Key, err)
@@ -126,6 +126,15 @@ func (db *DB) InsertCells(ctx context.Context, runID int64, cells []model.Cell) 
 	return nil
 }
 
+// serverOf is the server stored for a cell: a cell made without one (by
+// a caller that predates servers) was served by quicbench's own.
+func serverOf(c *model.Cell) string {
+	if c.Server == "" {
+		return model.ServerQuicbench
+	}
+	return c.Server
+}
+
 // cellDiff returns the name of the first field (other than ID) in which a
 // and b differ, or "".
 func cellDiff(a, b model.Cell) string {
@@ -134,6 +143,9 @@ func cellDiff(a, b model.Cell) string {
 	for i := 0; i < t.NumField(); i++ {
 		name := t.Field(i).Name
 		if name == "ID" {
+			continue
+		}
+		if name == "Server" && serverOf(&a) == serverOf(&b) {
 			continue
 		}
 		fa, fb := va.Field(i).Interface(), vb.Field(i).Interface()
@@ -148,7 +160,7 @@ func cellDiff(a, b model.Cell) string {
 }
 
 const cellColumns = `id, key, group_key, scenario, link_up, link_down, test, factors, protocol,
-	client, cc, metric, unit, higher_is_better, iterations, warmup`
+	client, server, cc, metric, unit, higher_is_better, iterations, warmup`
 
 func scanCell(s rowScanner) (model.Cell, error) {
 	var (
@@ -157,7 +169,7 @@ func scanCell(s rowScanner) (model.Cell, error) {
 		hib, warm int64
 	)
 	err := s.Scan(&c.ID, &c.Key, &c.Group, &c.Scenario, &c.LinkUp, &c.LinkDown, &c.Test, &factors,
-		&c.Protocol, &c.Client, &c.CC, &c.Metric, &c.Unit, &hib, &c.Iterations, &warm)
+		&c.Protocol, &c.Client, &c.Server, &c.CC, &c.Metric, &c.Unit, &hib, &c.Iterations, &warm)
 	if err != nil {
 		return c, err
 	}

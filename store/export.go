@@ -375,7 +375,7 @@ func (x exporter) cells() (table, error) {
 	t := table{cols: concat(
 		cols(false, colInt, "run_id", "cell_id", "position"),
 		cols(false, colText, "key", "group", "scenario", "link_up", "link_down", "test", "protocol",
-			"client", "cc", "metric", "unit"),
+			"client", "server", "cc", "metric", "unit"),
 		cols(false, colBool, "higher_is_better"),
 		cols(false, colInt, "iterations"),
 		cols(false, colBool, "warmup"),
@@ -384,20 +384,20 @@ func (x exporter) cells() (table, error) {
 	)}
 	t.rows = func(emit func([]any) error) error {
 		return x.query(`SELECT c.run_id, c.id, c.position, c.key, c.group_key, c.scenario, c.link_up,
-			c.link_down, c.test, c.protocol, c.client, c.cc, c.metric, c.unit, c.higher_is_better,
+			c.link_down, c.test, c.protocol, c.client, c.server, c.cc, c.metric, c.unit, c.higher_is_better,
 			c.iterations, c.warmup, c.factors FROM cells c WHERE`+runFilter+`ORDER BY c.run_id, c.position`,
 			func(rows *sql.Rows) error {
 				var (
 					runID, id, pos, iterations              int64
 					key, group, scen, up, down, test, proto string
-					client, cc, metric, unit, fj            string
+					client, server, cc, metric, unit, fj    string
 					hib, warmup                             bool
 				)
 				if err := rows.Scan(&runID, &id, &pos, &key, &group, &scen, &up, &down, &test, &proto,
-					&client, &cc, &metric, &unit, &hib, &iterations, &warmup, &fj); err != nil {
+					&client, &server, &cc, &metric, &unit, &hib, &iterations, &warmup, &fj); err != nil {
 					return err
 				}
-				row := []any{runID, id, pos, key, group, scen, up, down, test, proto, client, cc, metric,
+				row := []any{runID, id, pos, key, group, scen, up, down, test, proto, client, server, cc, metric,
 					unit, hib, iterations, warmup, fj}
 				row, err := factorValues(row, factors, fj)
 				if err != nil {
@@ -436,7 +436,7 @@ func (x exporter) samples() (table, error) {
 	}
 	t := table{cols: concat(
 		cols(false, colInt, "run_id", "sample_id", "cell_id"),
-		cols(false, colText, "cell_key", "group", "scenario", "test", "protocol", "client", "cc",
+		cols(false, colText, "cell_key", "group", "scenario", "test", "protocol", "client", "server", "cc",
 			"metric", "unit"),
 		cols(false, colInt, "iteration"),
 		cols(false, colBool, "warmup"),
@@ -459,7 +459,7 @@ func (x exporter) samples() (table, error) {
 	t.rows = func(emit func([]any) error) error {
 		ncols := len(t.cols)
 		return x.query(`SELECT c.run_id, s.id, c.id, c.key, c.group_key, c.scenario, c.test, c.protocol,
-			c.client, c.cc, c.metric, c.unit, s.iteration, s.warmup, s.ord, s.seed, s.started_ns,
+			c.client, c.server, c.cc, c.metric, c.unit, s.iteration, s.warmup, s.ord, s.seed, s.started_ns,
 			s.wall_ns, s.overhead_ns, s.drain_ns, s.prep_ns, s.slot, s.concurrency, s.shard,
 			COALESCE((SELECT rs.hostname FROM run_shards rs WHERE rs.run_id = c.run_id AND rs.shard_k = s.shard),
 				(SELECT r.hostname FROM runs r WHERE r.id = c.run_id)), s.status, s.error, s.value, s.alpn, s.http_version,
@@ -481,6 +481,7 @@ func (x exporter) samples() (table, error) {
 					pr, nw, slot, conc, shard                      int64
 					host                                           string
 					key, group, scen, test, proto, client, cc      string
+					server                                         string
 					metric, unit, status, errs                     string
 					alpn, httpv, tlsv, cipher, quicv               string
 					warm, resumed, zrtt                            bool
@@ -490,7 +491,7 @@ func (x exporter) samples() (table, error) {
 					cnt                                            [24]int64
 					fj, mj                                         string
 				)
-				dest := []any{&runID, &sid, &cid, &key, &group, &scen, &test, &proto, &client, &cc, &metric,
+				dest := []any{&runID, &sid, &cid, &key, &group, &scen, &test, &proto, &client, &server, &cc, &metric,
 					&unit, &it, &warm, &ord, &seed, &started, &wall, &over, &dr, &pr, &slot, &conc, &shard, &host, &status, &errs, &value, &alpn,
 					&httpv, &tlsv, &cipher, &quicv, &resumed, &zrtt, &cpu[0], &cpu[1], &cpu[2], &cpu[3]}
 				for i := range cnt {
@@ -501,7 +502,7 @@ func (x exporter) samples() (table, error) {
 					return err
 				}
 				row := make([]any, 0, ncols)
-				row = append(row, runID, sid, cid, key, group, scen, test, proto, client, cc, metric, unit,
+				row = append(row, runID, sid, cid, key, group, scen, test, proto, client, server, cc, metric, unit,
 					it, warm, ord, uint64(seed), nsToTime(started), wall, over, dr, pr, slot, conc, shard, host, status, errs,
 					floatOrNaN(value), alpn, httpv, tlsv, cipher, quicv, resumed, zrtt,
 					cpu[0], cpu[1], cpu[2], cpu[3])

@@ -52,7 +52,7 @@ func testCells(n int) []model.Cell {
 			LinkUp:   "rate 10mbit delay 20ms", LinkDown: "rate 10mbit delay 20ms loss 1%",
 			Test:     "download",
 			Factors:  []model.Factor{{Name: "loss", Value: fmt.Sprint(i / len(protos))}, {Name: "size", Value: "1MB"}},
-			Protocol: p, Client: model.ClientBuiltin, CC: "cubic",
+			Protocol: p, Client: model.ClientBuiltin, Server: model.ServerQuicbench, CC: "cubic",
 			Metric: "goodput_mbps", Unit: "Mbit/s", HigherIsBetter: true,
 			Iterations: 10, Warmup: true,
 		}

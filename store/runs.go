@@ -108,6 +108,18 @@ func (db *DB) RunParallel(ctx context.Context, runID int64) (int, error) {
 	return n, err
 }
 
+// SetRunPeer records the version of a third-party program (a peer: a
+// server such as "aioquic" or "caddy", a client such as "firefox") that
+// took some of the run's samples, e.g. "aioquic 1.7.2". The run keeps one
+// version per name, the latest recorded; Run.Env.Peers returns them.
+func (db *DB) SetRunPeer(ctx context.Context, runID int64, name, version string) error {
+	if name == "" {
+		return errors.New("store: a peer needs a name")
+	}
+	return db.updateRun(ctx, runID, "recording a peer version of", `UPDATE runs SET peers = json_set(peers, '$.' || json_quote(?), ?) WHERE id = ?`,
+		name, version)
+}
+
 // RunBrowser returns the browser recorded by SetRunBrowser ("" if the run
 // took no chromium sample).
 func (db *DB) RunBrowser(ctx context.Context, runID int64) (string, error) {
@@ -148,7 +160,7 @@ func (db *DB) updateRun(ctx context.Context, runID int64, what, query string, ar
 
 const runColumns = `id, plan_name, plan_text, plan_hash, seed, started_ns, finished_ns, status,
 	version, vcs_commit, go_version, quic_go_version, kernel, cpu_model, cpus, hostname,
-	cc_client, cc_server, sysctls`
+	cc_client, cc_server, sysctls, peers`
 
 type rowScanner interface{ Scan(...any) error }
 
@@ -175,12 +187,12 @@ func scanRun(s rowScanner) (model.Run, error) {
 		r                 model.Run
 		seed              int64
 		started, finished sql.NullInt64
-		sysctls           string
+		sysctls, peers    string
 	)
 	e := &r.Env
 	err := s.Scan(&r.ID, &r.PlanName, &r.PlanText, &r.PlanHash, &seed, &started, &finished, &r.Status,
 		&e.Version, &e.Commit, &e.GoVersion, &e.QuicGoVersion, &e.Kernel, &e.CPUModel, &e.CPUs,
-		&e.Hostname, &e.CCClient, &e.CCServer, &sysctls)
+		&e.Hostname, &e.CCClient, &e.CCServer, &sysctls, &peers)
 	if err != nil {
 		return r, err
 	}
@@ -190,6 +202,11 @@ func scanRun(s rowScanner) (model.Run, error) {
 	if sysctls != "" && sysctls != "{}" && sysctls != "null" {
 		if err := json.Unmarshal([]byte(sysctls), &e.Sysctls); err != nil {
 			return r, fmt.Errorf("store: run %d: sysctls: %w", r.ID, err)
+		}
+	}
+	if peers != "" && peers != "{}" {
+		if err := json.Unmarshal([]byte(peers), &e.Peers); err != nil {
+			return r, fmt.Errorf("store: run %d: peers: %w", r.ID, err)
 		}
 	}
 	return r, nil

@@ -245,6 +245,12 @@ CREATE TABLE run_shards (
 	PRIMARY KEY (run_id, shard_k)
 ) WITHOUT ROWID;
 `,
+	// 9: implementations: the server that served each cell (Cell.Server)
+	// and the third-party programs' versions (Environment.Peers).
+	`
+ALTER TABLE cells ADD COLUMN server TEXT NOT NULL DEFAULT 'quicbench';  -- model.Servers; 'quicbench' before version 9
+ALTER TABLE runs ADD COLUMN peers TEXT NOT NULL DEFAULT '{}';            -- JSON object: peer name -> version
+`,
 }
 
 // schemaState reads which schema version the database holds. An empty

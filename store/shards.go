@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -216,6 +217,16 @@ func checkShards(ins []*shardInput, partial bool, res *MergeResult) error {
 		}
 		browserOf = b
 	}
+	// The peers: every shard that used one must have used the same version.
+	peerOf := map[string]*shardInput{}
+	for _, b := range ins {
+		for name, v := range b.run.Env.Peers {
+			if o, seen := peerOf[name]; seen && o.run.Env.Peers[name] != v {
+				return fmt.Errorf("merge: the %s version differs: %q in %s, %q in %s: samples would not be comparable", name, o.run.Env.Peers[name], o.path, v, b.path)
+			}
+			peerOf[name] = b
+		}
+	}
 	byK := map[int]*shardInput{}
 	for _, b := range ins {
 		if o, dup := byK[b.k]; dup {
@@ -421,6 +432,13 @@ func writeMerged(ctx context.Context, out string, ins []*shardInput, res *MergeR
 	if browser != "" {
 		if err := db.SetRunBrowser(ctx, run.ID, browser); err != nil {
 			return err
+		}
+	}
+	for _, in := range ins {
+		for _, name := range slices.Sorted(maps.Keys(in.run.Env.Peers)) {
+			if err := db.SetRunPeer(ctx, run.ID, name, in.run.Env.Peers[name]); err != nil {
+				return err
+			}
 		}
 	}
 	return db.IntegrityCheck(ctx)

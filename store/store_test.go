@@ -582,3 +582,28 @@ func forceParallelLoad(t *testing.T) {
 	parallelLoadMin = 1
 	t.Cleanup(func() { parallelLoadMin = old })
 }
+
+func TestRunPeers(t *testing.T) {
+	db, _ := openTemp(t)
+	ctx := context.Background()
+	r := &model.Run{PlanName: "p", PlanHash: "h", Status: "running"}
+	if err := db.CreateRun(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, pv := range [][2]string{{"aioquic", "aioquic 1.7.1"}, {"caddy", "caddy v2.6.2"}, {"aioquic", "aioquic 1.7.2"}, {`we"ird.name`, "x"}} {
+		if err := db.SetRunPeer(ctx, r.ID, pv[0], pv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := db.RunByID(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"aioquic": "aioquic 1.7.2", "caddy": "caddy v2.6.2", `we"ird.name`: "x"}
+	if !reflect.DeepEqual(got.Env.Peers, want) {
+		t.Errorf("peers %v, want %v", got.Env.Peers, want)
+	}
+	if err := db.SetRunPeer(ctx, r.ID+1, "x", "y"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("peer of a missing run: %v", err)
+	}
+}
