@@ -93,6 +93,8 @@ type ServerInfo struct {
 	CAPEM     string   `json:"ca_pem,omitempty"`
 	Names     []string `json:"names"` // SANs of the leaf certificate
 	PID       int      `json:"pid"`
+	Impl      string   `json:"impl,omitempty"`    // implementation serving: "quicbench" ("" before implementations existed), "aioquic", "caddy"
+	Version   string   `json:"version,omitempty"` // its version, e.g. "aioquic 1.7.2"
 }
 
 // Server is a running quicbench server.

@@ -176,6 +176,7 @@ type page struct {
 	Rule          string
 	Score         []scoreRow
 	Verdicts      []verdictRow
+	Impls         []implRow
 	Tests         []*testView
 	Failures      []failureRow
 	Warnings      []warningRow
@@ -297,6 +298,7 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 		{"bootstrap seed", strconv.FormatUint(c.Seed, 10)},
 		{"page-load rule", fmt.Sprintf("≥%.0f%% better in ≥%.0f%% of pairs", 100*c.Margin, 100*c.Share)},
 	}
+	pg.Impls = implRows(an)
 	return pg, nil
 }
 

@@ -25,9 +25,13 @@ type slot struct {
 	*run
 	id    int // 0..N-1, stored with each sample (model.Sample.Slot)
 	tb    *netns.Testbed
-	srv   *serverProc
+	srv   *serverProc // the server of the sample being taken
 	agent *agentProc
-	cc    string // congestion control the endpoints were started with
+	cc    string // congestion control srv was started with
+	// parked are the slot's other servers, by implementation, kept running
+	// while another implementation serves (a plan with server: [...]
+	// alternates between them at group boundaries).
+	parked map[string]*serverProc
 	// tbSysctls are the testbed's sysctls when the environment was last
 	// recorded (recordEnv).
 	tbSysctls map[string]string
@@ -41,6 +45,9 @@ func (r *slot) close() {
 	}
 	if r.srv != nil {
 		r.srv.close()
+	}
+	for _, s := range r.parked {
+		s.close()
 	}
 	if r.tb != nil {
 		r.tb.Close()

@@ -18,6 +18,7 @@ type serverProc struct {
 	*child.Process
 	ctl  *endpoint.ControlClient
 	info endpoint.ServerInfo
+	cc   string // congestion control it was started with (while parked)
 	mu   sync.Mutex
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
@@ -27,16 +28,30 @@ const (
 	cpuPoll = workload.CPUSampleInterval
 )
 
-// startEndpoints starts the server (with congestion control cc on its
-// sockets) and, when none runs, the client agent.
-func (r *slot) startEndpoints(ctx context.Context, cc string) error {
-	args, err := r.serverArgs(cc)
+// startEndpoints starts the server of implementation impl (with
+// congestion control cc on its sockets where the implementation can choose
+// it) and, when none runs, the client agent.
+func (r *slot) startEndpoints(ctx context.Context, impl, cc string) error {
+	args, err := r.serverArgs(impl, cc)
 	if err != nil {
 		return err
 	}
 	srv, err := startServer(ctx, r.tb, r.opts.Exe, args)
 	if err != nil {
 		return err
+	}
+	if srv.info.Impl == "" {
+		srv.info.Impl = model.ServerQuicbench
+	}
+	if srv.info.Impl != impl {
+		srv.close()
+		return fmt.Errorf("server: asked for the %s server, got %q", impl, srv.info.Impl)
+	}
+	if impl != model.ServerQuicbench {
+		if err := r.db.SetRunPeer(context.WithoutCancel(ctx), r.runRec.ID, impl, srv.info.Version); err != nil {
+			srv.close()
+			return fmt.Errorf("store the %s server's version: %w", impl, err)
+		}
 	}
 	r.srv, r.cc = srv, cc
 	if r.agent == nil {
@@ -49,10 +64,22 @@ func (r *slot) startEndpoints(ctx context.Context, cc string) error {
 	return nil
 }
 
+// serverPorts are the TLS ports of the server implementations, distinct
+// so that a slot can keep one of each running (slot.parked).
+var serverPorts = map[string]int{model.ServerQuicbench: 4433, model.ServerAioquic: 4434, model.ServerCaddy: 4435}
+
 // serverArgs are the arguments of `quicbench serve --control` for a server
-// whose sockets use congestion control cc.
-func (r *slot) serverArgs(cc string) ([]string, error) {
+// of implementation impl whose sockets use congestion control cc.
+func (r *slot) serverArgs(impl, cc string) ([]string, error) {
 	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
+	if impl != model.ServerQuicbench {
+		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPorts[impl]))
+		if impl == model.ServerCaddy {
+			for _, p := range r.caddyPaths() {
+				args = append(args, "--path", p)
+			}
+		}
+	}
 	if !r.opts.QUICEvents {
 		args = append(args, "--no-quic-events")
 	}
@@ -95,7 +122,7 @@ func (r *slot) reviveServer(ctx context.Context, c *model.Cell, it int) error {
 	}
 	r.srv.Stop(time.Second)
 	r.srv = nil
-	if err := r.startEndpoints(ctx, r.cc); err != nil {
+	if err := r.startEndpoints(ctx, serverOf(c), r.cc); err != nil {
 		return fmt.Errorf("the server process had exited (%s) and restarting it failed: %w", how, err)
 	}
 	msg := fmt.Sprintf("server process exited (%s) before %s iteration %d; restarted", how, c.Key, it)
@@ -103,6 +130,71 @@ func (r *slot) reviveServer(ctx context.Context, c *model.Cell, it int) error {
 		return fmt.Errorf("store a run warning: %w", err)
 	}
 	return nil
+}
+
+// useServer makes the server of implementation impl, with congestion
+// control cc, the slot's current one (only at cell group boundaries does
+// it change). The current server of another implementation is parked,
+// still running, and a parked one of impl is taken back. A new congestion
+// control applies to new listening sockets: a server of impl with
+// another one is restarted with it.
+func (r *slot) useServer(ctx context.Context, impl, cc string) error {
+	if r.srv != nil && r.srv.info.Impl == impl && r.cc == cc {
+		return nil
+	}
+	if r.srv != nil && r.srv.info.Impl != impl {
+		if r.parked == nil {
+			r.parked = map[string]*serverProc{}
+		}
+		r.srv.cc = r.cc
+		r.parked[r.srv.info.Impl] = r.srv
+		r.srv = nil
+	}
+	if p := r.parked[impl]; p != nil {
+		delete(r.parked, impl)
+		r.srv, r.cc = p, p.cc
+		if r.cc == cc {
+			return nil
+		}
+	}
+	if r.srv != nil {
+		r.srv.close()
+		r.srv = nil
+	}
+	return r.startEndpoints(ctx, impl, cc)
+}
+
+// serverOf is the server implementation of a cell.
+func serverOf(c *model.Cell) string {
+	if c.Server == "" {
+		return model.ServerQuicbench
+	}
+	return c.Server
+}
+
+// caddyPaths are the URL paths that the plan's cells served by Caddy
+// request, for Caddy to serve them from files (serve --path).
+func (r *slot) caddyPaths() []string {
+	seen := map[string]bool{}
+	var out []string
+	for i := range r.cells {
+		c := &r.cells[i]
+		if serverOf(c) != model.ServerCaddy {
+			continue
+		}
+		params, err := r.requestParams(c)
+		if err != nil {
+			continue // requestParams fails the sample that needs it, with its error
+		}
+		for _, p := range workload.StaticPaths(c.Test, params) {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func sortedValues(m map[string]string) []string {
@@ -120,14 +212,8 @@ func sortedValues(m map[string]string) []string {
 func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	c := step.Cell
 	r.overhead.start()
-	if c.CC != r.cc {
-		// A new congestion control applies to new listening sockets: restart
-		// the server with it (only at cell group boundaries).
-		r.srv.close()
-		r.srv = nil
-		if err := r.startEndpoints(ctx, c.CC); err != nil {
-			return nil, err
-		}
+	if err := r.useServer(ctx, serverOf(c), c.CC); err != nil {
+		return nil, err
 	}
 	if err := r.reviveServer(ctx, c, step.Iteration); err != nil {
 		return nil, err

@@ -21,6 +21,10 @@ type Analysis struct {
 	// Comparisons are all comparisons of all groups, adjusted within their
 	// families (Config.CorrectionScope).
 	Comparisons []*Comparison
+	// Implementations are the protocols measured by more than one client
+	// and server pair, each compared with its reference pair; their
+	// comparisons form a family of their own (ScopeImplementations).
+	Implementations []*ImplSet
 }
 
 // Group is a set of cells that differ only by protocol.
@@ -29,6 +33,7 @@ type Group struct {
 	Test     string
 	Scenario string
 	Client   string
+	Server   string // model.Servers ("" is quicbench's own)
 	CC       string
 	Factors  []model.Factor
 	Cells    []*CellStats // in protocol display order
@@ -72,6 +77,9 @@ func (g *Group) Label() string {
 	}
 	if g.Client != "" && g.Client != model.ClientBuiltin {
 		parts = append(parts, g.Client)
+	}
+	if g.Server != "" && g.Server != model.ServerQuicbench {
+		parts = append(parts, "server "+g.Server)
 	}
 	if g.CC != "" && g.CC != "cubic" {
 		parts = append(parts, g.CC)
@@ -191,7 +199,7 @@ func Analyze(ds *model.Dataset, c Config) (*Analysis, error) {
 		}
 		g, ok := groups[gk]
 		if !ok {
-			g = &Group{Key: gk, Test: cell.Test, Scenario: cell.Scenario, Client: cell.Client, CC: cell.CC, Factors: cell.Factors}
+			g = &Group{Key: gk, Test: cell.Test, Scenario: cell.Scenario, Client: cell.Client, Server: cell.Server, CC: cell.CC, Factors: cell.Factors}
 			groups[gk] = g
 			a.Groups = append(a.Groups, g)
 			name := cell.Test
@@ -262,6 +270,7 @@ func Analyze(ds *model.Dataset, c Config) (*Analysis, error) {
 	for _, t := range a.Tests {
 		t.Tree = BuildTree(t.Groups)
 	}
+	a.Implementations = implementationSets(a, c)
 	return a, nil
 }
 
