@@ -364,6 +364,9 @@ func envRows(ds *model.Dataset, opts Options) []kv {
 	if opts.Browser != "" {
 		rows = append(rows, kv{"Chromium", opts.Browser})
 	}
+	for _, k := range slices.Sorted(maps.Keys(e.Peers)) {
+		rows = append(rows, kv{"peer " + k, e.Peers[k]})
+	}
 	if line := parallelLine(ds); line != "" {
 		rows = append(rows, kv{"parallel testbeds", line})
 	}

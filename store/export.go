@@ -285,7 +285,7 @@ func (x exporter) runs() table {
 		cols(false, colText, "status", "version", "vcs_commit", "go_version", "quic_go_version",
 			"kernel", "cpu_model"),
 		cols(false, colInt, "cpus"),
-		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser"),
+		cols(false, colText, "hostname", "cc_client", "cc_server", "sysctls", "browser", "peers"),
 		cols(false, colInt, "shard_k", "shard_n"),
 		cols(false, colText, "plan_text"),
 	)}
@@ -301,13 +301,16 @@ func (x exporter) runs() table {
 					return err
 				}
 				e := r.Env
-				sysctls := "{}"
+				sysctls, peers := "{}", "{}"
 				if len(e.Sysctls) > 0 {
 					sysctls = jsonObject(e.Sysctls)
 				}
+				if len(e.Peers) > 0 {
+					peers = jsonObject(e.Peers)
+				}
 				return emit([]any{r.ID, r.PlanName, r.PlanHash, r.Seed, r.Started, r.Finished, r.Status,
 					e.Version, e.Commit, e.GoVersion, e.QuicGoVersion, e.Kernel, e.CPUModel, int64(e.CPUs),
-					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, shardK, shardN, r.PlanText})
+					e.Hostname, e.CCClient, e.CCServer, sysctls, browser, peers, shardK, shardN, r.PlanText})
 			})
 	}
 	return t
