@@ -35,8 +35,10 @@ attributes (recovery_stats, instrument), which the pinned version
 """
 
 import asyncio
+import inspect
 import json
 import os
+import resource
 import socket
 import sys
 import time
@@ -47,6 +49,7 @@ from aioquic.asyncio.protocol import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.connection import QuicConnection
 from aioquic.quic.events import ConnectionTerminated, HandshakeCompleted
 from aioquic.quic.logger import QuicFileLogger
 
@@ -433,7 +436,53 @@ async def run(req, out, t0):
             conn["closed"] = now()
 
 
+def self_check():
+    """Exercises every private attribute and method the client relies on,
+    on a client connection in memory: it sends its Initial, times out
+    (a probe timeout re-sends it), and a packet is declared lost. Prints
+    what it read as JSON and returns 0, or raises."""
+    cfg = QuicConfiguration(
+        alpn_protocols=H3_ALPN,
+        is_client=True,
+        congestion_control_algorithm="cubic",
+        max_datagram_size=1452,
+        server_name="localhost",
+    )
+    quic = QuicConnection(configuration=cfg)
+    counts = instrument(quic)
+    params = inspect.signature(type(quic._loss)._on_packets_lost).parameters
+    now = 0.0
+    quic.connect(("127.0.0.1", 4433), now=now)
+    sent = len(quic.datagrams_to_send(now=now))
+    for _ in range(3):
+        now = quic.get_timer()
+        quic.handle_timer(now=now)
+        sent += len(quic.datagrams_to_send(now=now))
+    space = next(sp for sp in quic._loss.spaces if sp.sent_packets)
+    pkt = next(iter(space.sent_packets.values()))
+    quic._loss._on_packets_lost(now=now, packets=[pkt], space=space)
+    stats = recovery_stats(quic, counts, "cubic")
+    want = {
+        "datagrams sent": sent > 0,
+        "packets counted": counts["packets_sent"] >= sent,
+        "probe timeouts counted": counts["pto_count"] > 0,
+        "re-sent packets counted": counts["rescheduled"] > 0,
+        "lost packet counted": counts["packets_lost"] == 1 and counts["bytes_lost"] == pkt.sent_bytes,
+        "congestion window read": stats["CwndBytes"] > 0,
+        "RTT read": stats["SmoothedRTTms"] >= 0 and stats["RTTVarms"] >= 0,
+        "PTO count read": isinstance(quic._loss._pto_count, int),
+        "loss hook takes congestion_event": "congestion_event" in params,
+    }
+    bad = [k for k, ok in want.items() if not ok]
+    if bad:
+        raise AssertionError("aioquic %s: %s failed (counts %s, stats %s)" % (aioquic.__version__, ", ".join(bad), counts, stats))
+    print(json.dumps({"aioquic_version": aioquic.__version__, "counts": counts, "stats": stats}))
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        return self_check()
     try:
         src = open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin
         with src:
@@ -462,6 +511,9 @@ def main():
         )
         print(json.dumps(out))
         return 0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    out["cpu_start"] = {"user_ns": int(ru.ru_utime * 1e9), "sys_ns": int(ru.ru_stime * 1e9)}
+    out["started_unix_ns"] = time.time_ns()
     t0 = time.monotonic_ns()
     try:
         asyncio.run(asyncio.wait_for(run(req, out, t0), req.get("timeout", 600.0)))
