@@ -13,11 +13,17 @@ import (
 	"github.com/quicbench/quicbench/workload"
 )
 
+// aioquicRcvBufEnv names the environment variable that, set to "default"
+// in the agent's environment (the runner's), leaves the aioquic client's
+// UDP receive buffer at the kernel's default instead of raising it: for
+// studying the receiver drops it causes (docs/metrics.md, "aioquic").
+const aioquicRcvBufEnv = "QUICBENCH_AIOQUIC_RCVBUF"
+
 // aioquicFetcher returns the agent's client=aioquic sampler: every sample
 // runs aioquic's client program (peers/aioquic/client.py) with the
 // interpreter of its virtual environment, inside the client namespace like
 // the agent. The interpreter is looked for once, at the first sample.
-func aioquicFetcher() workload.PeerFetch {
+func aioquicFetcher(getenv func(string) string) workload.PeerFetch {
 	find := sync.OnceValues(aioquic.FindPython)
 	return func(ctx context.Context, req workload.Request, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
 		py, err := find()
@@ -25,6 +31,13 @@ func aioquicFetcher() workload.PeerFetch {
 			return nil, nil, err
 		}
 		c := &aioquic.Client{Python: py}
+		switch v := getenv(aioquicRcvBufEnv); v {
+		case "":
+		case "default":
+			c.RcvBuf = -1
+		default:
+			return nil, nil, fmt.Errorf("%s=%q: want \"default\" or nothing", aioquicRcvBufEnv, v)
+		}
 		return c.Fetch(ctx, req, spec)
 	}
 }
