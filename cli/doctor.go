@@ -16,6 +16,7 @@ import (
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers/aioquic"
 )
 
 func init() { Register("doctor", newDoctorCmd) }
@@ -46,7 +47,7 @@ func newDoctorCmd(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
-		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse",
+		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse, aioquic",
 		Long: `doctor checks everything quicbench needs and says which mode is available:
 root mode (network namespaces, TUN devices, real-time emulator threads) or rootless mode (the
 same inside an unprivileged user namespace, for quicbench emulate, calibrate and run) and, if neither, why not.
@@ -209,6 +210,13 @@ func runDoctor(ctx context.Context) doctorReport {
 		add("lighthouse", checkWarn, "%v: tests with the lighthouse client (performance scores) are unavailable", err)
 	} else {
 		add("lighthouse", checkOK, "Lighthouse %s (%s) on Node %s (%s)", inst.Version, inst.CLI, inst.NodeVersion, inst.Node)
+	}
+	if py, err := aioquic.FindPython(); err != nil {
+		add("aioquic", checkWarn, "%v: tests with the aioquic client are unavailable", err)
+	} else if v, err := aioquic.Check(ctx, py); err != nil {
+		add("aioquic", checkWarn, "%v: tests with the aioquic client will fail", err)
+	} else {
+		add("aioquic", checkOK, "aioquic %s client (%s), its recovery statistics readable", v, py)
 	}
 	add("netem", checkInfo, "not needed: quicbench emulates the link in userspace")
 

@@ -38,6 +38,7 @@ func newFetchCommand(env *Env) *cobra.Command {
 		addr, upload, caFile     string
 		keyLog, client, spki     string
 		jsonOut, zeroRTT, resume bool
+		caPEM                    []byte
 	)
 	cmd := &cobra.Command{
 		Use:   "fetch URL-or-PATH...",
@@ -96,8 +97,18 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
 					serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
 				})
+			case fetchClientAioquic:
+				if spec.Proto != model.ProtoH3 {
+					return Usage(fmt.Errorf("--client aioquic speaks h3 only, not %s", spec.Proto), "add --proto h3")
+				}
+				for _, name := range []string{"conns", "page", "resume", "0rtt", "verify", "insecure", "keylog", "cc", "no-quic-events", "spki"} {
+					if cmd.Flags().Changed(name) {
+						return Usage(fmt.Errorf("--%s does not apply to --client aioquic", name), "the aioquic client takes --parallel, --repeat, --upload, --warm, --ca, --qlog and the timeouts")
+					}
+				}
+				keyLog = "" // not $SSLKEYLOGFILE either: the aioquic client logs no keys
 			default:
-				return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: builtin, chromium")
+				return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: builtin, chromium, aioquic")
 			}
 			a, paths, err := fetchTargets(addr, args)
 			if err != nil {
@@ -117,6 +128,7 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 			}
 			if caFile != "" {
 				pem, err := os.ReadFile(caFile)
+				caPEM = pem
 				if err != nil {
 					return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
 				}
@@ -132,7 +144,13 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 				defer f.Close()
 				spec.KeyLog = f
 			}
-			res, err := endpoint.Fetch(cmd.Context(), spec)
+			var res *endpoint.FetchResult
+			var extra map[string]float64
+			if client == fetchClientAioquic {
+				res, extra, err = fetchAioquic(cmd.Context(), spec, caPEM)
+			} else {
+				res, err = endpoint.Fetch(cmd.Context(), spec)
+			}
 			if res == nil && err != nil {
 				if errors.Is(err, errors.ErrUnsupported) || strings.HasPrefix(err.Error(), "fetch: ") {
 					return Usage(err, "see quicbench fetch --help")
@@ -142,8 +160,9 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 			if jsonOut {
 				out := struct {
 					*endpoint.FetchResult
-					Error string `json:"error,omitempty"`
-				}{FetchResult: res}
+					Client map[string]float64 `json:"client,omitempty"` // the aioquic client's configuration
+					Error  string             `json:"error,omitempty"`
+				}{FetchResult: res, Client: extra}
 				if err != nil {
 					out.Error = err.Error()
 				}
@@ -159,7 +178,7 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&client, "client", fetchClientBuiltin, "who fetches: builtin (quicbench's own HTTP/QUIC client) or chromium (headless Chromium loads each URL as a page)")
+	f.StringVar(&client, "client", fetchClientBuiltin, "who fetches: builtin (quicbench's own HTTP/QUIC client), chromium (headless Chromium loads each URL as a page) or aioquic (aioquic's HTTP/3 client, --proto h3)")
 	f.StringVar(&spki, "spki", "", "chromium: base64 SHA-256 of the server certificate's SubjectPublicKeyInfo (as quicbench serve prints it; several joined by commas); default: read the certificate from the server, verified with --ca unless --insecure")
 	f.StringVar(&spec.Proto, "proto", model.ProtoH2, "protocol: "+strings.Join(model.Protocols, ", "))
 	f.StringVar(&addr, "addr", "", "server HOST:PORT for path arguments")
@@ -296,6 +315,7 @@ func printFetch(w io.Writer, spec endpoint.FetchSpec, res *endpoint.FetchResult)
 const (
 	fetchClientBuiltin  = "builtin"
 	fetchClientChromium = "chromium"
+	fetchClientAioquic  = "aioquic"
 )
 
 // spkiDialTimeout bounds reading the server certificate for --client

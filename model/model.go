@@ -43,10 +43,11 @@ const (
 	ClientBuiltin    = "builtin"    // quicbench's own Go client (net/http, quic-go)
 	ClientChromium   = "chromium"   // headless Chromium driven over DevTools
 	ClientLighthouse = "lighthouse" // Lighthouse auditing the page in headless Chromium
+	ClientAioquic    = "aioquic"    // aioquic's HTTP/3 client (Python, peers/aioquic/client.py)
 )
 
 // Clients lists every client in documentation order.
-var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse}
+var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse, ClientAioquic}
 
 // IsBrowser reports whether a client loads pages in a real browser
 // (Chromium, alone or driven by Lighthouse): it runs only page and site
@@ -128,7 +129,7 @@ type Cell struct {
 	Test           string   // latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu
 	Factors        []Factor // grid coordinates and test parameters, in plan order
 	Protocol       string   // one of Protocols
-	Client         string   // ClientBuiltin, ClientChromium or ClientLighthouse
+	Client         string   // ClientBuiltin, ClientChromium, ClientLighthouse or ClientAioquic
 	Server         string   // one of Servers; ServerQuicbench unless the plan chose another
 	CC             string   // TCP congestion control: cubic, bbr, reno
 	Metric         string   // name of the primary metric (a key of Sample.Metrics)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -807,11 +806,12 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 						d.failAt(d.itemPos(v.val, j), d.itemPath(v.val, path+".client", j), c, why)
 					}
 				}
-				if browser := slices.IndexFunc(t.clients, model.IsBrowser); browser >= 0 && t.protocols != nil {
-					for j, p := range t.protocols {
-						if why := browserProtoUnsupported(p, t.clients[browser]); why != "" {
+				for j, p := range t.protocols {
+					for _, c := range t.clients {
+						if why := clientProtoUnsupported(p, c); why != "" {
 							pv := f["protocols"].val
 							d.failAt(d.itemPos(pv, j), d.itemPath(pv, path+".protocols", j), p, why)
+							break
 						}
 					}
 				}

@@ -19,10 +19,30 @@ func protoUnsupported(t *testDef, p string) string {
 	return ""
 }
 
+// AioquicTests are the tests the aioquic client runs (over h3 only): the
+// transfers over one connection that its program records like the
+// built-in client (peers/aioquic/client.py).
+var AioquicTests = []string{TestDownload, TestUpload, TestTTFB, TestLatency, TestMultiplex}
+
 // clientUnsupported says why a test cannot run with a client ("" if it can).
 func clientUnsupported(t *testDef, c string) string {
 	if model.IsBrowser(c) && !t.browser {
 		return fmt.Sprintf("the %s client runs only page and site tests, not %s", c, t.name)
+	}
+	if c == model.ClientAioquic && !slices.Contains(AioquicTests, t.name) {
+		return fmt.Sprintf("the aioquic client runs only %s tests, not %s", strings.Join(AioquicTests, ", "), t.name)
+	}
+	return ""
+}
+
+// clientProtoUnsupported says why a client cannot use a protocol ("" if
+// it can).
+func clientProtoUnsupported(p, client string) string {
+	switch {
+	case model.IsBrowser(client):
+		return browserProtoUnsupported(p, client)
+	case client == model.ClientAioquic && p != model.ProtoH3:
+		return fmt.Sprintf("the aioquic client speaks only h3, not %s", p)
 	}
 	return ""
 }
@@ -595,16 +615,18 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 	if t.clients != nil {
 		ep.clients = t.clients
 	} else {
+		var whys []string
 		for _, c := range d.clients {
 			if why := clientUnsupported(def, c); why != "" {
 				e.note(fmt.Sprintf("%s: client %s skipped: %s", label, c, why))
+				whys = append(whys, why)
 				continue
 			}
 			ep.clients = append(ep.clients, c)
 		}
 		if len(ep.clients) == 0 {
-			e.failAt(t.at, path, "", fmt.Sprintf("no client can run %s: the plan's client is %s, which runs only page and site tests; set client: builtin on this test",
-				t.test, strings.Join(d.clients, ", ")))
+			e.failAt(t.at, path, "", fmt.Sprintf("no client can run %s: %s; set client: builtin on this test",
+				t.test, strings.Join(whys, "; ")))
 			return ep, false
 		}
 	}
@@ -646,10 +668,10 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 				base = append(base, p)
 			}
 		}
-		if model.IsBrowser(client) {
+		if client != model.ClientBuiltin {
 			var kept []string
 			for _, p := range base {
-				if why := browserProtoUnsupported(p, client); why != "" {
+				if why := clientProtoUnsupported(p, client); why != "" {
 					e.note(fmt.Sprintf("%s: protocol %s skipped for client %s: %s", label, p, client, why))
 					dropped = append(dropped, why)
 					continue

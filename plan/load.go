@@ -103,6 +103,10 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the cpu test measures CPU cost"}, nil
 	case model.IsBrowser(c.Client):
 		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "a " + c.Client + " sample's browser is CPU-bound"}, nil
+	case c.Client == model.ClientAioquic:
+		// about 20-30 MB per CPU-second (../shared/research/peers.md):
+		// the quic-go cost model below would underestimate it
+		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the aioquic client (Python) is CPU-bound"}, nil
 	}
 	var rtt time.Duration
 	limited := false

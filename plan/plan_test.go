@@ -307,14 +307,14 @@ tests:
 client: lightouse
 scenarios: [{name: a}]
 tests: [{test: page}]
-`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse)`},
+`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse, aioquic)`},
 		{"plan-level chromium only", `
 client: chromium
 scenarios: [{name: a}]
 tests:
   - test: page
   - test: ttfb
-`, `plan.yaml:6:5: tests[1]: no client can run ttfb: the plan's client is chromium, which runs only page and site tests; set client: builtin on this test`},
+`, `plan.yaml:6:5: tests[1]: no client can run ttfb: the chromium client runs only page and site tests, not ttfb; set client: builtin on this test`},
 		{"nothing left", `
 protocols: [tcp]
 scenarios: [{name: a}]

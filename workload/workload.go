@@ -13,9 +13,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint"
@@ -43,7 +45,7 @@ type Target struct {
 type Request struct {
 	Test     string      `json:"test"`
 	Protocol string      `json:"protocol"`
-	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium or model.ClientLighthouse
+	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium, model.ClientLighthouse or model.ClientAioquic
 	Params   plan.Params `json:"params"` // the cell's test parameters, decoded by the runner (plan.StoredCellParams) and checked by Execute
 	CC       string      `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
@@ -87,8 +89,23 @@ type Result struct {
 // Chromium is available; Execute fails client=chromium samples without it.
 type BrowserLoader func(ctx context.Context, req Request, url string) (*Result, error)
 
+// PeerFetch runs the requests of spec with another HTTP client than the
+// built-in one, in place of endpoint.Fetch, so that the test's metrics are
+// derived from its record by the same code. The FetchResult's CPU is the
+// client program's over the whole sample; extra holds metrics that
+// describe the client's configuration (docs/metrics.md, "aioquic").
+type PeerFetch func(ctx context.Context, req Request, spec endpoint.FetchSpec) (fr *endpoint.FetchResult, extra map[string]float64, err error)
+
+// peerFetchKey carries, in the context of a client=aioquic sample, the
+// PeerFetch that fetch calls instead of endpoint.Fetch.
+type peerFetchKey struct{}
+
+type boundPeerFetch func(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error)
+
 // Executor runs tests. The zero value runs built-in client tests only.
 type Executor struct {
+	// Aioquic takes the client=aioquic samples (plan.AioquicTests over h3).
+	Aioquic PeerFetch
 	// Browser takes the client=chromium samples.
 	Browser BrowserLoader
 	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
@@ -176,6 +193,17 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	if model.IsBrowser(req.Client) {
 		return e.browserSample(ctx, req, r)
 	}
+	if req.Client == model.ClientAioquic {
+		if e.Aioquic == nil {
+			return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
+		}
+		if !slices.Contains(plan.AioquicTests, req.Test) || req.Protocol != model.ProtoH3 {
+			return nil, fmt.Errorf("client %s runs %s over h3 only, not %s over %s", req.Client, strings.Join(plan.AioquicTests, ", "), req.Test, req.Protocol)
+		}
+		ctx = context.WithValue(ctx, peerFetchKey{}, boundPeerFetch(func(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
+			return e.Aioquic(ctx, req, spec)
+		}))
+	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
 	}
@@ -221,9 +249,21 @@ func baseSpec(req Request) (endpoint.FetchSpec, error) {
 // fetch runs spec and fills the parts of a Result common to every test.
 func fetch(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, *Result, error) {
 	start := time.Now()
-	fr, err := endpoint.Fetch(ctx, spec)
+	var fr *endpoint.FetchResult
+	var extra map[string]float64
+	var err error
+	peer, _ := ctx.Value(peerFetchKey{}).(boundPeerFetch)
+	if peer != nil {
+		fr, extra, err = peer(ctx, spec)
+	} else {
+		fr, err = endpoint.Fetch(ctx, spec)
+	}
 	took := time.Since(start)
 	res := &Result{Metrics: map[string]float64{}}
+	maps.Copy(res.Metrics, extra)
+	if fr != nil && peer != nil {
+		res.CPU = fr.CPU // the peer client's whole sample (Execute reads the built-in client's)
+	}
 	if fr != nil {
 		res.Negotiated = fr.Negotiated
 		res.Transport = fr.Transport()
