@@ -16,6 +16,7 @@ import (
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 )
 
 func init() { Register("doctor", newDoctorCmd) }
@@ -209,6 +210,20 @@ func runDoctor(ctx context.Context) doctorReport {
 		add("lighthouse", checkWarn, "%v: tests with the lighthouse client (performance scores) are unavailable", err)
 	} else {
 		add("lighthouse", checkOK, "Lighthouse %s (%s) on Node %s (%s)", inst.Version, inst.CLI, inst.NodeVersion, inst.Node)
+	}
+	if py, err := peers.FindAioquic(); err != nil {
+		add("peer aioquic", checkWarn, "%v: the aioquic server (serve --impl aioquic) is unavailable", err)
+	} else if v, _, err := peers.AioquicCheck(ctx, py); err != nil {
+		add("peer aioquic", checkWarn, "%v", err)
+	} else if v != peers.AioquicVersion {
+		add("peer aioquic", checkWarn, "aioquic %s in %s, but quicbench reads the statistics of aioquic %s: run scripts/setup.sh", v, py, peers.AioquicVersion)
+	} else {
+		add("peer aioquic", checkOK, "aioquic %s (%s): statistics accessors work", v, py)
+	}
+	if p, v, err := peers.FindCaddy(ctx); err != nil {
+		add("peer caddy", checkWarn, "%v: the caddy server (serve --impl caddy) is unavailable", err)
+	} else {
+		add("peer caddy", checkOK, "caddy %s (%s)", v, p)
 	}
 	add("netem", checkInfo, "not needed: quicbench emulates the link in userspace")
 
