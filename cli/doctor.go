@@ -16,6 +16,7 @@ import (
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/peers/aioquic"
 )
 
@@ -212,11 +213,25 @@ func runDoctor(ctx context.Context) doctorReport {
 		add("lighthouse", checkOK, "Lighthouse %s (%s) on Node %s (%s)", inst.Version, inst.CLI, inst.NodeVersion, inst.Node)
 	}
 	if py, err := aioquic.FindPython(); err != nil {
-		add("aioquic", checkWarn, "%v: tests with the aioquic client are unavailable", err)
+		add("aioquic client", checkWarn, "%v: tests with the aioquic client are unavailable", err)
 	} else if v, err := aioquic.Check(ctx, py); err != nil {
-		add("aioquic", checkWarn, "%v: tests with the aioquic client will fail", err)
+		add("aioquic client", checkWarn, "%v: tests with the aioquic client will fail", err)
 	} else {
-		add("aioquic", checkOK, "aioquic %s client (%s), its recovery statistics readable", v, py)
+		add("aioquic client", checkOK, "aioquic %s client (%s), its recovery statistics readable", v, py)
+	}
+	if py, err := peers.FindAioquic(); err != nil {
+		add("aioquic server", checkWarn, "%v: the aioquic server (serve --impl aioquic) is unavailable", err)
+	} else if v, _, err := peers.AioquicCheck(ctx, py); err != nil {
+		add("aioquic server", checkWarn, "%v", err)
+	} else if v != peers.AioquicVersion {
+		add("aioquic server", checkWarn, "aioquic %s in %s, but quicbench reads the statistics of aioquic %s: run scripts/setup.sh", v, py, peers.AioquicVersion)
+	} else {
+		add("aioquic server", checkOK, "aioquic %s (%s): statistics accessors work", v, py)
+	}
+	if p, v, err := peers.FindCaddy(ctx); err != nil {
+		add("caddy server", checkWarn, "%v: the caddy server (serve --impl caddy) is unavailable", err)
+	} else {
+		add("caddy server", checkOK, "caddy %s (%s)", v, p)
 	}
 	add("netem", checkInfo, "not needed: quicbench emulates the link in userspace")
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 func init() { Register("serve", newServeCommand) }
@@ -31,10 +33,10 @@ func serverOps() string {
 
 func newServeCommand(env *Env) *cobra.Command {
 	var (
-		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc string
-		port, plainPort                                               int
-		names, sites, protocols                                       []string
-		control, noEvents                                             bool
+		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl string
+		port, plainPort                                                     int
+		names, sites, protocols, paths                                      []string
+		control, noEvents                                                   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -54,10 +56,17 @@ docs/metrics.md).
 With --control the server prints one JSON line (ports, SPKI hash, CA
 certificate) once it listens, then answers JSON requests on stdin, one per
 line ({"id":N,"op":OP,"body":...}, OP one of ` + serverOps() + `).
-It exits at the end of stdin. This is how quicbench run drives it.`,
+It exits at the end of stdin. This is how quicbench run drives it.
+
+--impl runs another server implementation instead, as a child process this
+one controls (same control channel, docs/peers.md): aioquic (HTTP/3 only,
+from peers/aioquic/.venv) or caddy (HTTP/1.1, HTTP/2 and HTTP/3, static
+files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 		Example: `  quicbench serve --host 127.0.0.1 --ca-out ca.pem
   quicbench serve --port 4433 --site demo=./site --files ./media --keylog keys.log --qlog qlogs/
-  quicbench fetch --proto h3 --ca ca.pem https://127.0.0.1:4433/bytes/10MB`,
+  quicbench fetch --proto h3 --ca ca.pem https://127.0.0.1:4433/bytes/10MB
+  quicbench serve --impl aioquic --host 127.0.0.1 --ca-out ca.pem
+  quicbench serve --impl caddy --host 127.0.0.1 --ca-out ca.pem --path /bytes/10000000 --path /page/10/100KB --site demo=./site`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := endpoint.ServerConfig{
@@ -107,6 +116,12 @@ It exits at the end of stdin. This is how quicbench run drives it.`,
 				}
 				cfg.Certificate = &cert
 			}
+			if impl != peers.Quicbench {
+				return servePeer(cmd.Context(), env, cfg, peerFlags{impl: impl, paths: paths, keyLog: keyLog, caOut: caOut, control: control, plainPortSet: cmd.Flags().Changed("plain-port")})
+			}
+			if len(paths) > 0 {
+				return Usage(fmt.Errorf("--path is for --impl caddy"), "quicbench's own server generates every path")
+			}
 			if keyLog != "" {
 				f, err := openKeyLog(keyLog)
 				if err != nil {
@@ -153,6 +168,8 @@ It exits at the end of stdin. This is how quicbench run drives it.`,
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")
 	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: the system's)")
 	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
+	f.StringVar(&impl, "impl", peers.Quicbench, "server implementation: "+strings.Join(peers.Impls, ", ")+" (docs/peers.md)")
+	f.StringArrayVar(&paths, "path", nil, "with --impl caddy: a URL path to write to disk before Caddy starts, /bytes/N or /page/N/S (repeatable)")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
 }
@@ -208,4 +225,87 @@ func openKeyLog(path string) (*os.File, error) {
 		return nil, Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
 	}
 	return f, nil
+}
+
+// peerFlags are the serve flags a peer implementation uses besides its
+// ServerConfig.
+type peerFlags struct {
+	impl, keyLog, caOut   string
+	paths                 []string
+	control, plainPortSet bool
+}
+
+// servePeer runs `quicbench serve --impl aioquic|caddy`: the peer as a
+// child process, controlled like quicbench's own server.
+func servePeer(ctx context.Context, env *Env, cfg endpoint.ServerConfig, pf peerFlags) error {
+	if !slices.Contains(peers.Impls, pf.impl) {
+		return Usage(fmt.Errorf("--impl %q: unknown server implementation", pf.impl), "implementations: "+strings.Join(peers.Impls, ", "))
+	}
+	if len(pf.paths) > 0 && pf.impl != peers.Caddy {
+		return Usage(fmt.Errorf("--path is for --impl caddy"), pf.impl+" generates every path itself")
+	}
+	if cfg.FilesDir != "" {
+		return Usage(fmt.Errorf("--files is not served by --impl %s", pf.impl), "serve the directory as a site: --site NAME=DIR")
+	}
+	if pf.plainPortSet {
+		return Usage(fmt.Errorf("--plain-port: --impl %s serves no cleartext HTTP/1.1", pf.impl), "drop --plain-port")
+	}
+	served := peers.Protocols(pf.impl)
+	for _, p := range cfg.Protocols {
+		if !slices.Contains(served, p) {
+			return Usage(fmt.Errorf("--protocols: %s does not serve %s", pf.impl, p), pf.impl+" serves "+strings.Join(served, ", "))
+		}
+	}
+	if len(cfg.Protocols) > 0 && len(cfg.Protocols) < len(served) {
+		return Usage(fmt.Errorf("--protocols: %s always serves %s", pf.impl, strings.Join(served, ", ")), "drop --protocols or list them all")
+	}
+	srv, err := endpoint.StartPeer(ctx, endpoint.PeerConfig{
+		Impl: pf.impl, Host: cfg.Host, Port: cfg.Port, Names: cfg.Names, Certificate: cfg.Certificate,
+		Sites: cfg.Sites, Paths: pf.paths, CongestionControl: cfg.CongestionControl,
+		QlogDir: cfg.QlogDir, KeyLogFile: pf.keyLog, Logf: cfg.Logf,
+	})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	info := srv.Info()
+	if pf.caOut != "" {
+		if info.CAPEM == "" {
+			return Usage(fmt.Errorf("--ca-out: no CA with --cert/--key"), "the CA of a given certificate is yours already")
+		}
+		if err := os.WriteFile(pf.caOut, []byte(info.CAPEM), 0o644); err != nil {
+			return fmt.Errorf("--ca-out: %w", err)
+		}
+	}
+	// The peer's end ends this process (quicbench run then sees the
+	// server gone and restarts it).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-srv.Exited():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if pf.control {
+		err = endpoint.ServeControl(ctx, srv, env.Stdin, env.Stdout)
+	} else {
+		shown := info.Host
+		if shown == "" {
+			shown = "*"
+		}
+		fmt.Fprintf(env.Stdout, "%s (%s) run by quicbench, pid %d\n  %s %s\n  SPKI SHA-256: %s\n", info.Impl, info.Version, info.PID,
+			net.JoinHostPort(shown, strconv.Itoa(info.Port)), strings.Join(info.Protocols, " "), info.SPKI)
+		<-ctx.Done()
+	}
+	select {
+	case <-srv.Exited():
+		return fmt.Errorf("%s stopped: %s", pf.impl, srv.Describe())
+	default:
+	}
+	if pf.control && err != nil {
+		return err
+	}
+	return nil
 }

@@ -41,16 +41,28 @@ type ConnStatsReply struct {
 	Error string                `json:"error,omitempty"`
 }
 
+// Controlled is what the control channel serves: quicbench's own *Server
+// or a peer implementation run by quicbench (*PeerServer).
+type Controlled interface {
+	// Info is the hello.
+	Info() ServerInfo
+	// CPU is the cumulative CPU time of the server's processes.
+	CPU() (CPUTime, error)
+	// ConnStats waits for the server-side statistics of the connection
+	// of kind ("tcp" or "quic") from the client address addr.
+	ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error)
+}
+
 // ServeControl serves the control channel for srv: it writes the hello
 // (srv.Info()) to out, then answers requests from in until a quit request,
 // the end of in (both return nil) or ctx's end (returns ctx's error). It
 // does not close srv.
-func ServeControl(ctx context.Context, srv *Server, in io.Reader, out io.Writer) error {
+func ServeControl(ctx context.Context, srv Controlled, in io.Reader, out io.Writer) error {
 	return controlServer(srv).Serve(ctx, in, out)
 }
 
 // controlServer is srv's side of the server role.
-func controlServer(srv *Server) *control.Server {
+func controlServer(srv Controlled) *control.Server {
 	s := control.NewServer(control.RoleServer)
 	s.Hello = srv.Info()
 	control.Handle(s, control.Ping, func(context.Context, struct{}) (struct{}, error) { return struct{}{}, nil })
@@ -64,7 +76,7 @@ func controlServer(srv *Server) *control.Server {
 }
 
 // connStats answers a stats request.
-func connStats(ctx context.Context, srv *Server, req StatsRequest) ([]ConnStatsReply, error) {
+func connStats(ctx context.Context, srv Controlled, req StatsRequest) ([]ConnStatsReply, error) {
 	if len(req.Conns) == 0 {
 		return nil, errors.New(`stats needs "conns": [{"kind":"tcp"|"quic","addr":"ip:port"}]`)
 	}

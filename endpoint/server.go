@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -33,6 +34,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/raw"
 	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // ServerConfig configures a server. The zero value serves every protocol on
@@ -93,8 +95,15 @@ type ServerInfo struct {
 	CAPEM     string   `json:"ca_pem,omitempty"`
 	Names     []string `json:"names"` // SANs of the leaf certificate
 	PID       int      `json:"pid"`
-	Impl      string   `json:"impl,omitempty"`    // implementation serving: "quicbench" ("" before implementations existed), "aioquic", "caddy"
-	Version   string   `json:"version,omitempty"` // its version, e.g. "aioquic 1.7.2"
+	// Impl names the server implementation (peers.Quicbench, peers.Aioquic,
+	// peers.Caddy) and Version its release ("aioquic 1.7.2", "caddy
+	// 2.6.2", "quicbench (quic-go v0.59.0)").
+	Impl    string `json:"impl"`
+	Version string `json:"version"`
+	// Settings holds what a peer implementation was configured with that
+	// the statistics do not show, e.g. aioquic's "cc" and
+	// "max_datagram_size", caddy's "tcp_cc" (docs/peers.md).
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // Server is a running quicbench server.
@@ -209,48 +218,78 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s.info.PID = os.Getpid()
+	s.info.Impl, s.info.Version = peers.Quicbench, builtinVersion()
 	ok = true
 	return s, nil
 }
 
+// builtinVersion describes quicbench's own server: its module version and
+// the quic-go it is built with, from the build information.
+func builtinVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "quicbench"
+	}
+	v := "quicbench"
+	if mv := bi.Main.Version; mv != "" && mv != "(devel)" {
+		v += " " + mv
+	}
+	for _, d := range bi.Deps {
+		if d.Path == "github.com/quic-go/quic-go" {
+			v += " (quic-go " + d.Version + ")"
+		}
+	}
+	return v
+}
+
 func (s *Server) setupCert() error {
-	cfg := s.cfg
+	cert, err := serverCert(&s.info, s.cfg.Certificate, s.cfg.Host, s.cfg.Names)
+	if err != nil {
+		return err
+	}
+	s.tlsConf = serverTLSConfig(cert, s.cfg.KeyLog)
+	return nil
+}
+
+// serverCert returns given, or when nil a certificate issued by a fresh CA
+// for host (every local address when "") and names, and records its
+// identity (SPKI, names, CA) in info.
+func serverCert(info *ServerInfo, given *tls.Certificate, host string, extra []string) (tls.Certificate, error) {
 	var cert tls.Certificate
-	if cfg.Certificate != nil {
-		cert = *cfg.Certificate
+	if given != nil {
+		cert = *given
 	} else {
 		ca, err := certs.NewCA()
 		if err != nil {
-			return err
+			return cert, err
 		}
 		names := []string{"localhost", "127.0.0.1", "::1"}
-		if cfg.Host != "" {
-			names = append(names, cfg.Host)
+		if host != "" {
+			names = append(names, host)
 		} else {
 			names = append(names, localAddrs()...)
 		}
-		names = append(names, cfg.Names...)
+		names = append(names, extra...)
 		slices.Sort(names)
 		names = slices.Compact(names)
 		cert, err = ca.Issue(names...)
 		if err != nil {
-			return err
+			return cert, err
 		}
-		s.info.CAPEM = string(ca.CertPEM())
+		info.CAPEM = string(ca.CertPEM())
 	}
 	spki, err := certs.LeafSPKIHash(cert)
 	if err != nil {
-		return err
+		return cert, err
 	}
-	s.info.SPKI = spki
+	info.SPKI = spki
 	if cert.Leaf != nil {
-		s.info.Names = append(s.info.Names, cert.Leaf.DNSNames...)
+		info.Names = append(info.Names, cert.Leaf.DNSNames...)
 		for _, ip := range cert.Leaf.IPAddresses {
-			s.info.Names = append(s.info.Names, ip.String())
+			info.Names = append(info.Names, ip.String())
 		}
 	}
-	s.tlsConf = serverTLSConfig(cert, cfg.KeyLog)
-	return nil
+	return cert, nil
 }
 
 // localAddrs lists the unicast addresses of the local interfaces.

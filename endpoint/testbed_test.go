@@ -32,6 +32,7 @@ import (
 const (
 	helperEnv      = "QB_ENDPOINT_FETCH_HELPER"
 	serveHelperEnv = "QB_ENDPOINT_SERVE_HELPER"
+	peerHelperEnv  = "QB_ENDPOINT_PEER_HELPER" // a PeerConfig (JSON) for the server process
 )
 
 // TestServeHelperProcess is not a test: it is the server process of the
@@ -42,7 +43,21 @@ func TestServeHelperProcess(t *testing.T) {
 	if host == "" {
 		t.Skip("helper process for the testbed tests")
 	}
-	srv, err := StartServer(context.Background(), ServerConfig{Host: host})
+	var srv interface {
+		Controlled
+		Close() error
+	}
+	var err error
+	if pc := os.Getenv(peerHelperEnv); pc != "" {
+		var cfg PeerConfig
+		if err := json.Unmarshal([]byte(pc), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg.Host = host
+		srv, err = StartPeer(context.Background(), cfg)
+	} else {
+		srv, err = StartServer(context.Background(), ServerConfig{Host: host})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +103,16 @@ func TestFetchHelperProcess(t *testing.T) {
 type testbedRig struct {
 	tb   *netns.Testbed
 	info ServerInfo // of the server process
+	ctl  *ControlClient
 }
 
 func newTestbedRig(t testing.TB, link string) *testbedRig {
+	return newPeerRig(t, link, nil)
+}
+
+// newPeerRig is newTestbedRig with the peer server peer (quicbench's own
+// when nil) in the server process.
+func newPeerRig(t testing.TB, link string, peer *PeerConfig) *testbedRig {
 	t.Helper()
 	testsupport.RequireRoot(t, "needs root (network namespaces)")
 	if testing.Short() {
@@ -114,6 +136,10 @@ func newTestbedRig(t testing.TB, link string) *testbedRig {
 	r := &testbedRig{tb: tb}
 	cmd := tb.Command(context.Background(), netns.Server, os.Args[0], "-test.run=^TestServeHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), serveHelperEnv+"="+tb.Addr(netns.Server).String())
+	if peer != nil {
+		b, _ := json.Marshal(peer)
+		cmd.Env = append(cmd.Env, peerHelperEnv+"="+string(b))
+	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -133,7 +159,8 @@ func newTestbedRig(t testing.TB, link string) *testbedRig {
 			t.Errorf("server process: %v", err)
 		}
 	})
-	if r.info, err = NewControlClient(stdout, stdin).Ready(); err != nil {
+	r.ctl = NewControlClient(stdout, stdin)
+	if r.info, err = r.ctl.Ready(); err != nil {
 		t.Fatalf("server process: %v", err)
 	}
 	return r

@@ -25,9 +25,28 @@ command -v npm >/dev/null || need+=(npm)
 # configured).
 command -v slurmctld >/dev/null || need+=(slurm-wlm)
 command -v munged >/dev/null || need+=(munge)
+# Peer servers (docs/peers.md): Debian's caddy (h1, h2, h3) and Python's
+# venv for the aioquic peer.
+command -v caddy >/dev/null || need+=(caddy)
+/usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates
+fi
+# caddy's package enables and starts caddy.service (on :80): quicbench runs
+# caddy itself, so leave no system instance running.
+if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+	systemctl disable --now caddy.service >/dev/null 2>&1 || true
+fi
+# The aioquic peer: the pinned aioquic and its dependencies, every file
+# checked against the hashes of peers/aioquic/requirements.txt; installed
+# again only when the requirements changed.
+venv=peers/aioquic/.venv
+if ! cmp -s peers/aioquic/requirements.txt "$venv/installed-requirements.txt"; then
+	rm -rf "$venv"
+	/usr/bin/python3 -m venv "$venv"
+	"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --require-hashes -r peers/aioquic/requirements.txt
+	cp peers/aioquic/requirements.txt "$venv/installed-requirements.txt"
 fi
 if ! command -v go >/dev/null; then
 	echo "setup.sh: Go 1.26 or newer is required (https://go.dev/doc/install)" >&2
