@@ -3,8 +3,10 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // defaultServers reports whether a plan's server list is the default one
@@ -13,44 +15,25 @@ func defaultServers(s []string) bool {
 	return len(s) == 0 || (len(s) == 1 && s[0] == model.ServerQuicbench)
 }
 
-// ServerProtocols returns the protocols a server implementation serves, in
-// model.Protocols order (nil for an unknown server).
-func ServerProtocols(server string) []string {
-	switch server {
-	case model.ServerQuicbench:
-		return slices.Clone(model.Protocols)
-	case model.ServerAioquic:
-		return []string{model.ProtoH3}
-	case model.ServerCaddy:
-		return []string{model.ProtoH1, model.ProtoH2, model.ProtoH3}
-	}
-	return nil
-}
-
-// serverUnsupported says why a server cannot serve a test ("" if it can).
-// Caddy serves files from disk: the resources that compute an answer
-// (/upload reads and counts a body, /stream paces its segments) have no
-// file to be.
+// serverUnsupported says why a server cannot serve a test ("" if it can):
+// package peers knows what each implementation serves (Caddy, serving files
+// from disk, has no /upload or /stream).
 func serverUnsupported(t *testDef, server string) string {
-	if server == model.ServerCaddy {
-		switch t.name {
-		case TestUpload, TestStream:
-			return fmt.Sprintf("the caddy server serves files from disk, which the %s test's resource is not (it needs quicbench's or aioquic's server)", t.name)
-		}
+	ok, why, err := peers.Serves(server, t.name)
+	switch {
+	case err != nil:
+		return err.Error()
+	case !ok:
+		return fmt.Sprintf("the %s server cannot serve the %s test: %s", server, t.name, why)
 	}
 	return ""
 }
 
 // serverProtoUnsupported says why a server cannot serve a protocol.
 func serverProtoUnsupported(p, server string) string {
-	if slices.Contains(ServerProtocols(server), p) {
+	served := peers.Protocols(server)
+	if slices.Contains(served, p) {
 		return ""
 	}
-	switch server {
-	case model.ServerAioquic:
-		return fmt.Sprintf("the aioquic server speaks only h3, not %s", p)
-	case model.ServerCaddy:
-		return fmt.Sprintf("the caddy server speaks h1, h2 and h3, not %s", p)
-	}
-	return fmt.Sprintf("unknown server %q", server)
+	return fmt.Sprintf("the %s server speaks only %s, not %s", server, strings.Join(served, ", "), p)
 }

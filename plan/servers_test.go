@@ -57,7 +57,7 @@ tests:
 	}
 	notes := strings.Join(p.Notes(), "\n")
 	for _, n := range []string{
-		"server caddy skipped: the caddy server serves files from disk",
+		"server caddy skipped: the caddy server cannot serve the upload test: Caddy serves static files only",
 		"protocol h2 skipped for server aioquic: the aioquic server speaks only h3, not h2",
 	} {
 		if !strings.Contains(notes, n) {
@@ -93,7 +93,7 @@ func TestDefaultServerKeepsHash(t *testing.T) {
 func TestServerErrors(t *testing.T) {
 	for _, tc := range []struct{ name, plan, want string }{
 		{"unknown server", "server: nginx\n", `server`},
-		{"caddy cannot upload", "tests:\n  - test: upload\n    server: caddy\n", "tests[0].server: \"caddy\": the caddy server serves files"},
+		{"caddy cannot upload", "tests:\n  - test: upload\n    server: caddy\n", "tests[0].server: \"caddy\": the caddy server cannot serve the upload test"},
 		{"no server left", "server: caddy\ntests:\n  - test: stream\n", "no server can run stream"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
