@@ -35,6 +35,7 @@ package forward
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -46,6 +47,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/pipeline"
+	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/tun"
 	"github.com/quicbench/quicbench/tun/offload"
 	"golang.org/x/sys/unix"
@@ -58,6 +60,12 @@ type Path struct {
 	From, To *tun.Device
 	Link     *pipeline.Pipeline
 	Pool     *emu.Pool // the pool Link was built with; packets are read into it
+	// Router is the emulated router's IPv4 address on From's side: the
+	// source of the ICMP "fragmentation needed" messages sent back into
+	// From for packets above the link's MTU (spec mtu ... icmp). It should
+	// be an address From's namespace routes through From. When it is not
+	// valid, a message comes from the dropped packet's destination.
+	Router netip.Addr
 }
 
 // Stats are a direction's counters outside the pipeline.
@@ -77,7 +85,16 @@ type Stats struct {
 	// system calls spent learning that nothing waits.
 	EmptyReads uint64
 	Writes     uint64 // successful writes to the output device
-	Wakeups    uint64 // times the thread returned from ppoll
+	// FragNeeded counts ICMP "fragmentation needed" messages written back
+	// into the input device, one per packet dropped above the link's MTU
+	// in icmp mode (a failed write counts in WriteErrors instead).
+	FragNeeded uint64
+	// TooBigSilent counts packets dropped above the MTU in icmp mode that
+	// got no answer, as a router gives none: without Don't Fragment (a
+	// router would have fragmented them), IPv6, ICMP errors, fragments
+	// other than the first.
+	TooBigSilent uint64
+	Wakeups      uint64 // times the thread returned from ppoll
 	// Timer wake-ups (ppoll returned because a departure fell due) and how
 	// late they were: the emulator's own timing error, before the kernel
 	// delivers the packet.
@@ -141,6 +158,10 @@ type path struct {
 
 	readErrors, writeErrors, poolEmpty, malformed, oversize, reads, writes, wakeups atomic.Uint64
 	emptyReads, timerWakeups, lateSum, lateMax, shed                                atomic.Uint64
+	fragNeeded, tooBigSilent                                                        atomic.Uint64
+
+	router netip.Addr                                 // Path.Router
+	icmp   [offload.VirtioNetHdrLen + icmpMaxLen]byte // an ICMP message being sent, behind a zero virtio_net_hdr
 }
 
 const (
@@ -170,7 +191,7 @@ func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
 			f.closeWakes()
 			return nil, fmt.Errorf("forward: eventfd: %w", err)
 		}
-		pp := &path{name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance}
+		pp := &path{name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance, router: p.Router}
 		pp.link.Store(p.Link)
 		f.paths = append(f.paths, pp)
 	}
@@ -206,6 +227,8 @@ func (f *Forwarder) Stats(i int) Stats {
 		Reads:        p.reads.Load(),
 		EmptyReads:   p.emptyReads.Load(),
 		Writes:       p.writes.Load(),
+		FragNeeded:   p.fragNeeded.Load(),
+		TooBigSilent: p.tooBigSilent.Load(),
 		Wakeups:      p.wakeups.Load(),
 		TimerWakeups: p.timerWakeups.Load(),
 		LateSumNs:    p.lateSum.Load(),
@@ -518,8 +541,37 @@ func (io *ioPlain) receive(p *path, link *pipeline.Pipeline) bool {
 	}
 	p.reads.Add(1)
 	pkt.Data = pkt.Data[:k]
+	if link.TooBig(k) {
+		p.answerTooBig(link, pkt.Data)
+	}
 	link.Enqueue(p.clock.Now(), pkt)
 	return true
+}
+
+// answerTooBig answers orig, a packet the link drops for exceeding its MTU,
+// when the link's mode asks for it: an ICMP fragmentation needed
+// (fragNeeded) written into the path's input device, behind a zero
+// virtio_net_hdr when the device has one. It runs on the path's thread.
+func (p *path) answerTooBig(link *pipeline.Pipeline, orig []byte) {
+	mtu, mode := link.MTU()
+	if mode != spec.MTUICMP {
+		return
+	}
+	h := 0
+	if p.from.VnetHdr() {
+		h = offload.VirtioNetHdrLen
+	}
+	clear(p.icmp[:h])
+	n := fragNeeded(p.icmp[h:], orig, mtu, p.router)
+	if n == 0 {
+		p.tooBigSilent.Add(1)
+		return
+	}
+	if _, err := rawWrite(p.from.Fd(), p.icmp[:h+n]); err != nil {
+		p.writeErrors.Add(1)
+		return
+	}
+	p.fragNeeded.Add(1)
 }
 
 func (p *path) readFailed(err error) bool {
@@ -699,6 +751,9 @@ func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNe
 			io.segs[i], io.bufs[i] = nil, nil
 			if i < n {
 				s.Data = s.Data[:io.sizes[i]]
+				if link.TooBig(len(s.Data)) {
+					p.answerTooBig(link, s.Data)
+				}
 				link.Enqueue(now, s)
 			} else {
 				p.pool.Put(s)

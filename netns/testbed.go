@@ -77,7 +77,8 @@ const Prefix = "qb-"
 // DeviceName is the name of the TUN interface in each namespace.
 const DeviceName = "qbtun0"
 
-// MTU of the TUN interfaces.
+// MTU of the TUN interfaces: the largest wire packet the link sees, and
+// so the largest MTU a link spec may give (spec.MaxMTU).
 const MTU = 1500
 
 // Config describes a testbed.
@@ -302,8 +303,8 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 	}
 	t.sysctls = sysctls
 	fwd, err := forward.Start(emu.MonotonicClock(), forward.Options{Realtime: t.realtime, TimerAdvance: t.advance},
-		forward.Path{Name: "up", From: t.devs[Client], To: t.devs[Server], Link: upP, Pool: t.pools[0]},
-		forward.Path{Name: "down", From: t.devs[Server], To: t.devs[Client], Link: downP, Pool: t.pools[1]},
+		forward.Path{Name: "up", From: t.devs[Client], To: t.devs[Server], Link: upP, Pool: t.pools[0], Router: t.RouterAddr(Client)},
+		forward.Path{Name: "down", From: t.devs[Server], To: t.devs[Client], Link: downP, Pool: t.pools[1], Router: t.RouterAddr(Server)},
 	)
 	if err != nil {
 		return err
@@ -383,6 +384,14 @@ func (t *Testbed) applySysctls(bufMax int) (map[string]string, error) {
 // prefix is the address and prefix length of side s.
 func (t *Testbed) prefix(s Side) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(t.subnet), byte(s) + 1, 2}), 24)
+}
+
+// RouterAddr is the emulated router's address on side s's subnet
+// (10.N.1.1 or 10.N.2.1): the source of the ICMP messages the link sends
+// that side (mtu ... icmp). No interface holds it; the side routes it
+// through its TUN device.
+func (t *Testbed) RouterAddr(s Side) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(t.subnet), byte(s) + 1, 1})
 }
 
 // Name is the testbed's name (Config.Name or the generated run id).
