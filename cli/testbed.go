@@ -153,6 +153,9 @@ func printTestbed(w io.Writer, tb *netns.Testbed) {
 func counterLine(c emu.Counters) string {
 	s := fmt.Sprintf("%d packets in, %d out; dropped: %d loss, %d queue, %d corrupt, %d blackout; %d duplicated, %d reordered",
 		c.PacketsIn, c.PacketsOut, c.DropLoss, c.DropQueue, c.DropCorrupt, c.DropOff, c.Duplicated, c.Reordered)
+	if c.DropMTU > 0 {
+		s += fmt.Sprintf("; %d above the MTU", c.DropMTU)
+	}
 	if c.PacketsOut > 0 && c.QueueDelayMaxNs > 0 {
 		s += fmt.Sprintf("; queue delay mean %v max %v",
 			time.Duration(c.MeanQueueDelayNs()).Round(time.Microsecond), time.Duration(c.QueueDelayMaxNs).Round(time.Microsecond))
