@@ -123,6 +123,10 @@ type Options struct {
 	// is less busy (Stats.Shed), so that the kernel's real-time throttling
 	// (sched_rt_runtime_us, 95% by default) never stops it.
 	Realtime bool
+	// CPUs, when not empty, pins the forwarding threads to these CPUs
+	// (sched_setaffinity), e.g. to keep the emulator off the CPUs of the
+	// endpoints it serves; Start fails if the set cannot be applied.
+	CPUs []int
 }
 
 // RealtimePriority is the SCHED_FIFO priority of realtime forwarding
@@ -154,6 +158,7 @@ type path struct {
 
 	realtime bool
 	advance  bool
+	cpus     []int // Options.CPUs
 	rtDone   atomic.Bool
 
 	readErrors, writeErrors, poolEmpty, malformed, oversize, reads, writes, wakeups atomic.Uint64
@@ -177,6 +182,17 @@ const (
 // pipelines' times refer to. Both devices of a path must agree on VnetHdr.
 func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
 	f := &Forwarder{}
+	if len(opts.CPUs) > 0 {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			return nil, fmt.Errorf("forward: sched_getaffinity: %w", err)
+		}
+		for _, c := range opts.CPUs {
+			if c < 0 || c >= 1024 || !set.IsSet(c) {
+				return nil, fmt.Errorf("forward: CPU %d is not one this process may run on", c)
+			}
+		}
+	}
 	for _, p := range paths {
 		if p.From == nil || p.To == nil || p.Link == nil || p.Pool == nil {
 			f.closeWakes()
@@ -191,7 +207,7 @@ func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
 			f.closeWakes()
 			return nil, fmt.Errorf("forward: eventfd: %w", err)
 		}
-		pp := &path{name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance, router: p.Router}
+		pp := &path{cpus: opts.CPUs, name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance, router: p.Router}
 		pp.link.Store(p.Link)
 		f.paths = append(f.paths, pp)
 	}
@@ -314,12 +330,12 @@ func (p *path) signal() {
 }
 
 func (p *path) run() {
-	rt, release, slackErr := preciseThread(p.realtime)
+	rt, release, slackErr := preciseThread(p.realtime, p.cpus)
 	defer release()
 	p.tid.Store(int32(unix.Gettid()))
 	defer p.tid.Store(0)
 	if slackErr != nil {
-		p.err = fmt.Errorf("forward %s: PR_SET_TIMERSLACK: %w", p.name, slackErr)
+		p.err = fmt.Errorf("forward %s: thread setup (timer slack, CPU affinity): %w", p.name, slackErr)
 	}
 	p.rtDone.Store(rt)
 	link := p.link.Load()
@@ -775,22 +791,38 @@ func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNe
 	}
 }
 
-// preciseThread locks the calling goroutine to its OS thread and sets the
-// thread up for precise sleeps: 1 ns timer slack, so that ppoll wakes when
+// preciseThread locks the calling goroutine to its OS thread, pins it to
+// cpus when there are any, and sets the thread up for precise sleeps: 1 ns timer slack, so that ppoll wakes when
 // asked rather than up to 50 us later, and with realtime SCHED_FIFO at
 // RealtimePriority when the process may. It returns whether SCHED_FIFO was
 // granted; release, which restores the default slack and policy and gives
 // the thread back (a thread that cannot be restored stays locked, so the
 // runtime ends it with its goroutine); and the error of setting the slack
 // (the thread is still usable, less precisely).
-func preciseThread(realtime bool) (rt bool, release func(), slackErr error) {
+func preciseThread(realtime bool, cpus []int) (rt bool, release func(), slackErr error) {
 	runtime.LockOSThread()
 	slackErr = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	var saved unix.CPUSet
+	pinned := false
+	if len(cpus) > 0 && unix.SchedGetaffinity(0, &saved) == nil {
+		var set unix.CPUSet
+		for _, c := range cpus {
+			set.Set(c)
+		}
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			slackErr = errors.Join(slackErr, fmt.Errorf("sched_setaffinity %v: %w", cpus, err))
+		} else {
+			pinned = true
+		}
+	}
 	rt = realtime && setFIFO(RealtimePriority) == nil
 	return rt, func() {
 		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
 		if rt {
 			clean = clean && setNormal() == nil
+		}
+		if pinned {
+			clean = clean && unix.SchedSetaffinity(0, &saved) == nil
 		}
 		if clean {
 			runtime.UnlockOSThread()
