@@ -75,8 +75,8 @@ func tbJSON(tb *netns.Testbed) testbedJSON {
 
 func newTestbedUpCmd(env *Env) *cobra.Command {
 	var (
-		name                  string
-		asJSON                bool
+		name                       string
+		asJSON                     bool
 		noOffload, noRealtime, pin bool
 	)
 	cmd := &cobra.Command{
