@@ -622,7 +622,7 @@ func loadRate(l spec.Link) float64 {
 
 // held is the number of packets a pipeline still holds.
 func held(c emu.Counters) int64 {
-	return int64(c.PacketsIn+c.Duplicated) - int64(c.PacketsOut+c.DropLoss+c.DropQueue+c.DropOff+c.DropFlush)
+	return int64(c.PacketsIn+c.Duplicated) - int64(c.PacketsOut+c.DropLoss+c.DropQueue+c.DropOff+c.DropMTU+c.DropFlush)
 }
 
 // waitIdle waits until both pipelines hold no packet (or limit passes).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -74,9 +75,9 @@ func tbJSON(tb *netns.Testbed) testbedJSON {
 
 func newTestbedUpCmd(env *Env) *cobra.Command {
 	var (
-		name                  string
-		asJSON                bool
-		noOffload, noRealtime bool
+		name                       string
+		asJSON                     bool
+		noOffload, noRealtime, pin bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--link SPEC | --up SPEC --down SPEC] [--seed N] [--cc cubic] [--name NAME]",
@@ -88,6 +89,7 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object when up and one (with the link counters) when removed")
 	cmd.Flags().BoolVar(&noOffload, "no-offload", false, "move one wire packet per system call (no TSO/USO on the TUN devices)")
 	cmd.Flags().BoolVar(&noRealtime, "no-realtime", false, "keep the emulator threads on the normal scheduler (no SCHED_FIFO)")
+	cmd.Flags().BoolVar(&pin, "pin", false, "pin the emulator threads to a CPU of their own (see docs/performance.md); run server and client with the printed taskset")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		up, down, err := lf.Links()
 		if err != nil {
@@ -100,7 +102,7 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 		ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGHUP)
 		defer stop()
 		tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, Seed: lf.Seed, CC: lf.CC,
-			Persist: true, NoOffload: noOffload, NoRealtime: noRealtime})
+			Persist: true, NoOffload: noOffload, NoRealtime: noRealtime, Pin: pin})
 		if err != nil {
 			return testbedError(err)
 		}
@@ -146,6 +148,10 @@ func printTestbed(w io.Writer, tb *netns.Testbed) {
 	tw.Flush()
 	fmt.Fprintf(w, "  up   (client->server): %s\n  down (server->client): %s\n", up.String(), down.String())
 	fmt.Fprintf(w, "  seed %d, TCP congestion control %s\n", seed, tb.CC())
+	if p, ok := tb.Pinning(); ok {
+		fmt.Fprintf(w, "  pinned: emulator on CPU %s; run the server under taskset -c %s, the client under taskset -c %s\n",
+			cpuListString(p.Emulator), cpuListString(p.Server), cpuListString(p.Client))
+	}
 	fmt.Fprintf(w, "run commands with: quicbench testbed exec client|server --name %s -- CMD...\n", tb.Name())
 	fmt.Fprintf(w, "               or: ip netns exec %s CMD...\n", tb.NSName(netns.Client))
 }
@@ -153,6 +159,9 @@ func printTestbed(w io.Writer, tb *netns.Testbed) {
 func counterLine(c emu.Counters) string {
 	s := fmt.Sprintf("%d packets in, %d out; dropped: %d loss, %d queue, %d corrupt, %d blackout; %d duplicated, %d reordered",
 		c.PacketsIn, c.PacketsOut, c.DropLoss, c.DropQueue, c.DropCorrupt, c.DropOff, c.Duplicated, c.Reordered)
+	if c.DropMTU > 0 {
+		s += fmt.Sprintf("; %d above the MTU", c.DropMTU)
+	}
 	if c.PacketsOut > 0 && c.QueueDelayMaxNs > 0 {
 		s += fmt.Sprintf("; queue delay mean %v max %v",
 			time.Duration(c.MeanQueueDelayNs()).Round(time.Microsecond), time.Duration(c.QueueDelayMaxNs).Round(time.Microsecond))
@@ -311,4 +320,12 @@ func newTestbedListCmd(env *Env) *cobra.Command {
 		return tw.Flush()
 	}
 	return cmd
+}
+
+func cpuListString(cpus []int) string {
+	s := make([]string, len(cpus))
+	for i, c := range cpus {
+		s[i] = strconv.Itoa(c)
+	}
+	return strings.Join(s, ",")
 }

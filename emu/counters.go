@@ -12,7 +12,11 @@ type Counters struct {
 	DropQueue   uint64 // packets dropped because the queue was full (limit / queue / codel)
 	DropCorrupt uint64 // packets corrupted (delivered with a flipped bit; the receiver's checksum drops them)
 	DropOff     uint64 // packets dropped during an onoff blackout
-	Duplicated  uint64 // extra copies made by duplicate
+	// DropMTU counts packets dropped because they were larger than the
+	// link's MTU (mtu BYTES); in icmp mode the forwarder answered those
+	// that had DF set with ICMP "fragmentation needed".
+	DropMTU    uint64
+	Duplicated uint64 // extra copies made by duplicate
 	// Reordered counts late packets (RFC 4737): a delivered packet is
 	// reordered if a packet that entered the link after it (a duplicate's
 	// copy counts as entering right after its original) was delivered
@@ -40,6 +44,7 @@ func (c Counters) Sub(prev Counters) Counters {
 		DropQueue:       c.DropQueue - prev.DropQueue,
 		DropCorrupt:     c.DropCorrupt - prev.DropCorrupt,
 		DropOff:         c.DropOff - prev.DropOff,
+		DropMTU:         c.DropMTU - prev.DropMTU,
 		Duplicated:      c.Duplicated - prev.Duplicated,
 		Reordered:       c.Reordered - prev.Reordered,
 		QueueDelaySumNs: c.QueueDelaySumNs - prev.QueueDelaySumNs,

@@ -35,6 +35,7 @@ package forward
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"runtime"
 	"strconv"
@@ -46,6 +47,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/emu/pipeline"
+	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/tun"
 	"github.com/quicbench/quicbench/tun/offload"
 	"golang.org/x/sys/unix"
@@ -58,6 +60,12 @@ type Path struct {
 	From, To *tun.Device
 	Link     *pipeline.Pipeline
 	Pool     *emu.Pool // the pool Link was built with; packets are read into it
+	// Router is the emulated router's IPv4 address on From's side: the
+	// source of the ICMP "fragmentation needed" messages sent back into
+	// From for packets above the link's MTU (spec mtu ... icmp). It should
+	// be an address From's namespace routes through From. When it is not
+	// valid, a message comes from the dropped packet's destination.
+	Router netip.Addr
 }
 
 // Stats are a direction's counters outside the pipeline.
@@ -77,7 +85,16 @@ type Stats struct {
 	// system calls spent learning that nothing waits.
 	EmptyReads uint64
 	Writes     uint64 // successful writes to the output device
-	Wakeups    uint64 // times the thread returned from ppoll
+	// FragNeeded counts ICMP "fragmentation needed" messages written back
+	// into the input device, one per packet dropped above the link's MTU
+	// in icmp mode (a failed write counts in WriteErrors instead).
+	FragNeeded uint64
+	// TooBigSilent counts packets dropped above the MTU in icmp mode that
+	// got no answer, as a router gives none: without Don't Fragment (a
+	// router would have fragmented them), IPv6, ICMP errors, fragments
+	// other than the first.
+	TooBigSilent uint64
+	Wakeups      uint64 // times the thread returned from ppoll
 	// Timer wake-ups (ppoll returned because a departure fell due) and how
 	// late they were: the emulator's own timing error, before the kernel
 	// delivers the packet.
@@ -106,6 +123,10 @@ type Options struct {
 	// is less busy (Stats.Shed), so that the kernel's real-time throttling
 	// (sched_rt_runtime_us, 95% by default) never stops it.
 	Realtime bool
+	// CPUs, when not empty, pins the forwarding threads to these CPUs
+	// (sched_setaffinity), e.g. to keep the emulator off the CPUs of the
+	// endpoints it serves; Start fails if the set cannot be applied.
+	CPUs []int
 }
 
 // RealtimePriority is the SCHED_FIFO priority of realtime forwarding
@@ -137,10 +158,15 @@ type path struct {
 
 	realtime bool
 	advance  bool
+	cpus     []int // Options.CPUs
 	rtDone   atomic.Bool
 
 	readErrors, writeErrors, poolEmpty, malformed, oversize, reads, writes, wakeups atomic.Uint64
 	emptyReads, timerWakeups, lateSum, lateMax, shed                                atomic.Uint64
+	fragNeeded, tooBigSilent                                                        atomic.Uint64
+
+	router netip.Addr                                 // Path.Router
+	icmp   [offload.VirtioNetHdrLen + icmpMaxLen]byte // an ICMP message being sent, behind a zero virtio_net_hdr
 }
 
 const (
@@ -156,6 +182,17 @@ const (
 // pipelines' times refer to. Both devices of a path must agree on VnetHdr.
 func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
 	f := &Forwarder{}
+	if len(opts.CPUs) > 0 {
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &set); err != nil {
+			return nil, fmt.Errorf("forward: sched_getaffinity: %w", err)
+		}
+		for _, c := range opts.CPUs {
+			if c < 0 || c >= 1024 || !set.IsSet(c) {
+				return nil, fmt.Errorf("forward: CPU %d is not one this process may run on", c)
+			}
+		}
+	}
 	for _, p := range paths {
 		if p.From == nil || p.To == nil || p.Link == nil || p.Pool == nil {
 			f.closeWakes()
@@ -170,7 +207,7 @@ func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
 			f.closeWakes()
 			return nil, fmt.Errorf("forward: eventfd: %w", err)
 		}
-		pp := &path{name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance}
+		pp := &path{cpus: opts.CPUs, name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance, router: p.Router}
 		pp.link.Store(p.Link)
 		f.paths = append(f.paths, pp)
 	}
@@ -206,6 +243,8 @@ func (f *Forwarder) Stats(i int) Stats {
 		Reads:        p.reads.Load(),
 		EmptyReads:   p.emptyReads.Load(),
 		Writes:       p.writes.Load(),
+		FragNeeded:   p.fragNeeded.Load(),
+		TooBigSilent: p.tooBigSilent.Load(),
 		Wakeups:      p.wakeups.Load(),
 		TimerWakeups: p.timerWakeups.Load(),
 		LateSumNs:    p.lateSum.Load(),
@@ -291,12 +330,12 @@ func (p *path) signal() {
 }
 
 func (p *path) run() {
-	rt, release, slackErr := preciseThread(p.realtime)
+	rt, release, slackErr := preciseThread(p.realtime, p.cpus)
 	defer release()
 	p.tid.Store(int32(unix.Gettid()))
 	defer p.tid.Store(0)
 	if slackErr != nil {
-		p.err = fmt.Errorf("forward %s: PR_SET_TIMERSLACK: %w", p.name, slackErr)
+		p.err = fmt.Errorf("forward %s: thread setup (timer slack, CPU affinity): %w", p.name, slackErr)
 	}
 	p.rtDone.Store(rt)
 	link := p.link.Load()
@@ -518,8 +557,37 @@ func (io *ioPlain) receive(p *path, link *pipeline.Pipeline) bool {
 	}
 	p.reads.Add(1)
 	pkt.Data = pkt.Data[:k]
+	if link.TooBig(k) {
+		p.answerTooBig(link, pkt.Data)
+	}
 	link.Enqueue(p.clock.Now(), pkt)
 	return true
+}
+
+// answerTooBig answers orig, a packet the link drops for exceeding its MTU,
+// when the link's mode asks for it: an ICMP fragmentation needed
+// (fragNeeded) written into the path's input device, behind a zero
+// virtio_net_hdr when the device has one. It runs on the path's thread.
+func (p *path) answerTooBig(link *pipeline.Pipeline, orig []byte) {
+	mtu, mode := link.MTU()
+	if mode != spec.MTUICMP {
+		return
+	}
+	h := 0
+	if p.from.VnetHdr() {
+		h = offload.VirtioNetHdrLen
+	}
+	clear(p.icmp[:h])
+	n := fragNeeded(p.icmp[h:], orig, mtu, p.router)
+	if n == 0 {
+		p.tooBigSilent.Add(1)
+		return
+	}
+	if _, err := rawWrite(p.from.Fd(), p.icmp[:h+n]); err != nil {
+		p.writeErrors.Add(1)
+		return
+	}
+	p.fragNeeded.Add(1)
 }
 
 func (p *path) readFailed(err error) bool {
@@ -699,6 +767,9 @@ func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNe
 			io.segs[i], io.bufs[i] = nil, nil
 			if i < n {
 				s.Data = s.Data[:io.sizes[i]]
+				if link.TooBig(len(s.Data)) {
+					p.answerTooBig(link, s.Data)
+				}
 				link.Enqueue(now, s)
 			} else {
 				p.pool.Put(s)
@@ -720,22 +791,38 @@ func (io *ioVnet) segment(p *path, link *pipeline.Pipeline, hdr offload.VirtioNe
 	}
 }
 
-// preciseThread locks the calling goroutine to its OS thread and sets the
-// thread up for precise sleeps: 1 ns timer slack, so that ppoll wakes when
+// preciseThread locks the calling goroutine to its OS thread, pins it to
+// cpus when there are any, and sets the thread up for precise sleeps: 1 ns timer slack, so that ppoll wakes when
 // asked rather than up to 50 us later, and with realtime SCHED_FIFO at
 // RealtimePriority when the process may. It returns whether SCHED_FIFO was
 // granted; release, which restores the default slack and policy and gives
 // the thread back (a thread that cannot be restored stays locked, so the
 // runtime ends it with its goroutine); and the error of setting the slack
 // (the thread is still usable, less precisely).
-func preciseThread(realtime bool) (rt bool, release func(), slackErr error) {
+func preciseThread(realtime bool, cpus []int) (rt bool, release func(), slackErr error) {
 	runtime.LockOSThread()
 	slackErr = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	var saved unix.CPUSet
+	pinned := false
+	if len(cpus) > 0 && unix.SchedGetaffinity(0, &saved) == nil {
+		var set unix.CPUSet
+		for _, c := range cpus {
+			set.Set(c)
+		}
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			slackErr = errors.Join(slackErr, fmt.Errorf("sched_setaffinity %v: %w", cpus, err))
+		} else {
+			pinned = true
+		}
+	}
 	rt = realtime && setFIFO(RealtimePriority) == nil
 	return rt, func() {
 		clean := unix.Prctl(unix.PR_SET_TIMERSLACK, 0, 0, 0, 0) == nil
 		if rt {
 			clean = clean && setNormal() == nil
+		}
+		if pinned {
+			clean = clean && unix.SchedSetaffinity(0, &saved) == nil
 		}
 		if clean {
 			runtime.UnlockOSThread()

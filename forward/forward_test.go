@@ -3,6 +3,7 @@ package forward
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -121,7 +122,7 @@ func startRig(t *testing.T, link string, vnet bool) *rig {
 	downPool := emu.NewPool(64, 2048)
 	down, _ := pipeline.New(spec.Link{}, 2, downPool)
 	r.fwd, err = Start(emu.MonotonicClock(), Options{},
-		Path{Name: "up", From: r.in.dev, To: r.out.dev, Link: up, Pool: r.pool},
+		Path{Name: "up", From: r.in.dev, To: r.out.dev, Link: up, Pool: r.pool, Router: netip.MustParseAddr("10.1.1.1")},
 		Path{Name: "down", From: r.back.dev, To: r.back2.dev, Link: down, Pool: downPool})
 	if err != nil {
 		t.Fatal(err)

@@ -108,7 +108,7 @@ func StartTimerProbe(clock emu.Clock, period time.Duration, realtime bool) (*Tim
 }
 
 func (t *TimerProbe) run(realtime bool, started chan<- struct{}) {
-	rt, release, slackErr := preciseThread(realtime)
+	rt, release, slackErr := preciseThread(realtime, nil)
 	defer release()
 	if slackErr != nil {
 		t.setup = fmt.Errorf("timer probe: set timer slack: %w", slackErr)

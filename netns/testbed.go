@@ -77,7 +77,8 @@ const Prefix = "qb-"
 // DeviceName is the name of the TUN interface in each namespace.
 const DeviceName = "qbtun0"
 
-// MTU of the TUN interfaces.
+// MTU of the TUN interfaces: the largest wire packet the link sees, and
+// so the largest MTU a link spec may give (spec.MaxMTU).
 const MTU = 1500
 
 // Config describes a testbed.
@@ -110,6 +111,11 @@ type Config struct {
 	// NoTimerAdvance turns off the forwarder's early wake-up and short
 	// busy-wait before each departure (forward.Options.TimerAdvance).
 	NoTimerAdvance bool
+	// Pin separates the emulator, the server and the client on CPUs of
+	// their own as far as the machine allows (PinLayout): the forwarding
+	// threads are pinned, and so is every command Testbed.Command starts,
+	// by the side it runs on. New fails when there are not 2 CPUs to use.
+	Pin bool
 }
 
 // ErrConfig is wrapped by every error New and SetLink return for a bad
@@ -142,11 +148,12 @@ type Testbed struct {
 	links, spares [2]*pipeline.Pipeline
 	fwd           *forward.Forwarder
 	mounts        []string
-	state         string // state file path, when persistent
-	offload       bool   // TUN devices with TSO/USO (virtio_net_hdr)
-	realtime      bool   // SCHED_FIFO forwarding threads
-	advance       bool   // forward.Options.TimerAdvance
-	offloads      int    // the TUN_F_* flags the devices accepted
+	state         string   // state file path, when persistent
+	offload       bool     // TUN devices with TSO/USO (virtio_net_hdr)
+	realtime      bool     // SCHED_FIFO forwarding threads
+	advance       bool     // forward.Options.TimerAdvance
+	offloads      int      // the TUN_F_* flags the devices accepted
+	pin           *Pinning // Config.Pin's layout, nil when not pinned
 
 	mu      sync.Mutex
 	up      spec.Link
@@ -212,6 +219,17 @@ func New(ctx context.Context, cfg Config) (*Testbed, error) {
 		return nil, &configError{err}
 	}
 	t := &Testbed{name: cfg.Name, cc: cfg.CC, up: cfg.Up, down: cfg.Down, seed: cfg.Seed, offload: !cfg.NoOffload, realtime: !cfg.NoRealtime, advance: !cfg.NoTimerAdvance}
+	if cfg.Pin {
+		cpus, err := AllowedCPUs()
+		if err != nil {
+			return nil, err
+		}
+		pin, err := PinLayout(cpus)
+		if err != nil {
+			return nil, configErr("pin: %w", err)
+		}
+		t.pin = &pin
+	}
 	t.bufMax = bufferMax(linkRate(cfg.Up, cfg.Down), cfg.Up.MaxDelay()+cfg.Down.MaxDelay(), linkQueueBytes(cfg.Up, cfg.Down))
 	t.pools = [2]*emu.Pool{emu.NewPool(poolPackets(cfg.Up, t.bufMax), poolBufSize), emu.NewPool(poolPackets(cfg.Down, t.bufMax), poolBufSize)}
 	upP, downP, err := buildPipelines(cfg.Up, cfg.Down, cfg.Seed, t.pools, [2]*pipeline.Pipeline{})
@@ -301,9 +319,13 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 		}
 	}
 	t.sysctls = sysctls
-	fwd, err := forward.Start(emu.MonotonicClock(), forward.Options{Realtime: t.realtime, TimerAdvance: t.advance},
-		forward.Path{Name: "up", From: t.devs[Client], To: t.devs[Server], Link: upP, Pool: t.pools[0]},
-		forward.Path{Name: "down", From: t.devs[Server], To: t.devs[Client], Link: downP, Pool: t.pools[1]},
+	opts := forward.Options{Realtime: t.realtime, TimerAdvance: t.advance}
+	if t.pin != nil {
+		opts.CPUs = t.pin.Emulator
+	}
+	fwd, err := forward.Start(emu.MonotonicClock(), opts,
+		forward.Path{Name: "up", From: t.devs[Client], To: t.devs[Server], Link: upP, Pool: t.pools[0], Router: t.RouterAddr(Client)},
+		forward.Path{Name: "down", From: t.devs[Server], To: t.devs[Client], Link: downP, Pool: t.pools[1], Router: t.RouterAddr(Server)},
 	)
 	if err != nil {
 		return err
@@ -383,6 +405,14 @@ func (t *Testbed) applySysctls(bufMax int) (map[string]string, error) {
 // prefix is the address and prefix length of side s.
 func (t *Testbed) prefix(s Side) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, byte(t.subnet), byte(s) + 1, 2}), 24)
+}
+
+// RouterAddr is the emulated router's address on side s's subnet
+// (10.N.1.1 or 10.N.2.1): the source of the ICMP messages the link sends
+// that side (mtu ... icmp). No interface holds it; the side routes it
+// through its TUN device.
+func (t *Testbed) RouterAddr(s Side) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(t.subnet), byte(s) + 1, 1})
 }
 
 // Name is the testbed's name (Config.Name or the generated run id).
@@ -495,6 +525,15 @@ func (t *Testbed) Offloads() []string {
 	return out
 }
 
+// Pinning returns where the testbed's parts run (Config.Pin), and false
+// when it is not pinned.
+func (t *Testbed) Pinning() (Pinning, bool) {
+	if t.pin == nil {
+		return Pinning{}, false
+	}
+	return *t.pin, true
+}
+
 // ForwarderCPU returns the CPU time the emulator's forwarding threads have
 // used so far; the difference over an interval is the emulator's cost.
 func (t *Testbed) ForwarderCPU() time.Duration { return t.fwd.CPUTime() }
@@ -600,6 +639,13 @@ func (t *Testbed) Command(ctx context.Context, s Side, name string, arg ...strin
 	cmd := nsCommand(ctx, path, name, arg...)
 	if err != nil && cmd.Err == nil {
 		cmd.Err = err
+	}
+	if t.pin != nil {
+		cpus := t.pin.Client
+		if s == Server {
+			cpus = t.pin.Server
+		}
+		pinCommand(cmd, cpus)
 	}
 	return cmd
 }

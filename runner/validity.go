@@ -168,7 +168,7 @@ func endpointLoss(c *model.Cell, s *model.Sample, outside [2]int64) []string {
 			continue
 		}
 		k := d.k
-		dropped := int64(k.DropLoss+k.DropQueue+k.DropCorrupt+k.DropOff+k.DropFlush) + outside[i]
+		dropped := int64(k.DropLoss+k.DropQueue+k.DropCorrupt+k.DropOff+k.DropMTU+k.DropFlush) + outside[i]
 		if float64(lost-dropped) <= max(endpointLossMin, endpointLossFraction*float64(sent)) {
 			continue
 		}

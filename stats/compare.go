@@ -135,8 +135,8 @@ func summarizeTransport(samples []*model.Sample) TransportSummary {
 		}
 		up, dn := s.LinkUp, s.LinkDown
 		if up.PacketsIn+dn.PacketsIn > 0 {
-			drops = append(drops, float64(up.DropLoss+up.DropQueue+up.DropCorrupt+up.DropOff+
-				dn.DropLoss+dn.DropQueue+dn.DropCorrupt+dn.DropOff))
+			drops = append(drops, float64(up.DropLoss+up.DropQueue+up.DropCorrupt+up.DropOff+up.DropMTU+
+				dn.DropLoss+dn.DropQueue+dn.DropCorrupt+dn.DropOff+dn.DropMTU))
 			if out := up.PacketsOut + dn.PacketsOut; out > 0 {
 				qd = append(qd, float64(up.QueueDelaySumNs+dn.QueueDelaySumNs)/float64(out)/1e6)
 			}

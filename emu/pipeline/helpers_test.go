@@ -141,10 +141,10 @@ func checkInvariant(t testing.TB, p *Pipeline) {
 	p.publish()
 	c := p.Counters()
 	in := c.PacketsIn + c.Duplicated
-	out := c.PacketsOut + c.DropLoss + c.DropQueue + c.DropOff + c.DropFlush + uint64(p.Len())
+	out := c.PacketsOut + c.DropLoss + c.DropQueue + c.DropOff + c.DropMTU + c.DropFlush + uint64(p.Len())
 	if in != out {
-		t.Fatalf("accounting: in %d + duplicated %d != out %d + loss %d + queue %d + off %d + flush %d + held %d",
-			c.PacketsIn, c.Duplicated, c.PacketsOut, c.DropLoss, c.DropQueue, c.DropOff, c.DropFlush, p.Len())
+		t.Fatalf("accounting: in %d + duplicated %d != out %d + loss %d + queue %d + off %d + mtu %d + flush %d + held %d",
+			c.PacketsIn, c.Duplicated, c.PacketsOut, c.DropLoss, c.DropQueue, c.DropOff, c.DropMTU, c.DropFlush, p.Len())
 	}
 }
 

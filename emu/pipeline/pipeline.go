@@ -5,6 +5,11 @@
 //
 // A packet entering the link (Enqueue) goes through, in order:
 //
+//  0. the MTU: a packet larger than the link's MTU (mtu BYTES) is dropped
+//     (DropMTU) before anything else, and draws no random decision: the
+//     packets that fit get the decisions they would get if it had never
+//     been sent. Telling its sender (ICMP "fragmentation needed", in icmp
+//     mode) is the driver's job: see MTU;
 //  1. the random decisions of its stages, all drawn at entry from per-stage
 //     streams derived from (seed, stage), a fixed number of draws per packet:
 //     duplicate, loss (random, gemodel or state), and for each copy corrupt,
@@ -51,6 +56,8 @@ type Pipeline struct {
 	link spec.Link
 	// transparent: link impairs nothing (spec.Link.IsZero), fixed at New.
 	transparent bool
+	mtu         int // 0: no limit
+	mtuMode     spec.MTUMode
 
 	last    emu.Time // latest time seen
 	started bool     // the first packet has arrived
@@ -124,7 +131,7 @@ func NewReusing(l spec.Link, seed uint64, pool *emu.Pool, old *Pipeline) (*Pipel
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{pool: pool, link: l, copySlots: 1, transparent: l.IsZero()}
+	p := &Pipeline{pool: pool, link: l, copySlots: 1, transparent: l.IsZero(), mtu: int(l.MTU), mtuMode: l.MTUMode}
 	capacity := pool.Cap()
 	var q ring
 	if old != nil && old.pool == pool && old.dl.len() == 0 && old.bn.q.len() == 0 && !old.bn.inTransit {
@@ -196,6 +203,17 @@ func (p *Pipeline) Pass(packets, bytes uint64) {
 	p.touch()
 }
 
+// MTU returns the link's MTU in bytes (0 for none) and what is done with a
+// larger packet. Enqueue drops such a packet itself (DropMTU); in
+// spec.MTUICMP mode the driver, which alone knows the way back to the
+// sender, answers it first (forward does, with ICMP "fragmentation needed"
+// for IPv4 packets with DF set).
+func (p *Pipeline) MTU() (int, spec.MTUMode) { return p.mtu, p.mtuMode }
+
+// TooBig reports whether Enqueue would drop a packet of size bytes for
+// exceeding the link's MTU.
+func (p *Pipeline) TooBig(size int) bool { return p.mtu > 0 && size > p.mtu }
+
 // Link returns the spec the pipeline was built from.
 func (p *Pipeline) Link() spec.Link { return p.link }
 
@@ -226,6 +244,14 @@ func (p *Pipeline) Enqueue(now emu.Time, pkt *emu.Packet) {
 	size := uint64(len(pkt.Data))
 	p.c.PacketsIn++
 	p.c.BytesIn += size
+
+	// 0. The MTU, before any random draw.
+	if p.mtu > 0 && len(pkt.Data) > p.mtu {
+		p.c.DropMTU++
+		p.pool.Put(pkt)
+		p.touch()
+		return
+	}
 
 	// 1. Every random decision, a fixed number of draws per stage.
 	var d decision

@@ -17,6 +17,7 @@ func FuzzParse(f *testing.F) {
 		"rate 5kbit 20 100 5 limit 100", "rate 10mbit queue codel bytes 64kb target 10ms interval 200ms",
 		`trace "a b" queue droptail bytes 1500`, "onoff 10s 500ms", "delay -5ms", "loss 150%", "rate 0",
 		"delay 1.0000005ms", "rate 1KiBps", "\"\\x00\"", "trace \"\\xff\"",
+		"mtu 1280", "mtu 1280 blackhole delay 5ms", "mtu 68 icmp", "mtu 67", "mtu 1280 icmp icmp",
 	} {
 		f.Add(s)
 	}

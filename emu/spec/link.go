@@ -126,16 +126,50 @@ type Link struct {
 
 	// onoff ON OFF: periodic blackout, ON first, from the first packet.
 	On, Off time.Duration
+
+	// mtu BYTES [icmp|blackhole]: the largest IP packet the link carries
+	// (0 = no limit below the devices' own MTU); a larger one is dropped,
+	// and with MTUMode MTUICMP its sender is told (ICMP "fragmentation
+	// needed") when it set Don't Fragment.
+	MTU     uint32
+	MTUMode MTUMode
 }
 
+// MTUMode says what happens to a packet above the link's MTU.
+type MTUMode uint8
+
+// MTU modes. The zero value, icmp, is what a router does (RFC 1191).
+const (
+	MTUICMP      MTUMode = iota // drop it, answer ICMP fragmentation needed to a sender that set DF
+	MTUBlackhole                // drop it silently (an ICMP black hole, RFC 2923)
+)
+
+var mtuModeNames = [...]string{"icmp", "blackhole"}
+
+// String returns the mode's keyword.
+func (m MTUMode) String() string {
+	if int(m) < len(mtuModeNames) {
+		return mtuModeNames[m]
+	}
+	return "MTUMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// MTU bounds: 68 is the smallest MTU IPv4 allows (RFC 791); MaxMTU is the
+// MTU of the testbed's TUN devices (netns.MTU), above which no wire packet
+// reaches the link.
+const (
+	MinMTU = 68
+	MaxMTU = 1500
+)
+
 // IsZero reports whether l impairs nothing: no delay, jitter, loss,
-// duplication, corruption, reordering, rate, trace or blackout. (A limit or
+// duplication, corruption, reordering, rate, trace, blackout or MTU. (A limit or
 // queue setting alone impairs nothing: queues only form behind a rate or
 // trace, and Parse rejects queue without one.)
 func (l Link) IsZero() bool {
 	return l.Delay == 0 && l.Jitter == 0 && l.Loss.Model == LossNone &&
 		l.Duplicate == 0 && l.Corrupt == 0 && l.Reorder == 0 &&
-		l.Rate == 0 && l.Trace == "" && l.On == 0 && l.Off == 0
+		l.Rate == 0 && l.Trace == "" && l.On == 0 && l.Off == 0 && l.MTU == 0
 }
 
 // RateBps returns the link's rate in BITS per second, 0 for unlimited (and
@@ -265,6 +299,12 @@ func (l Link) String() string {
 	}
 	if l.On != 0 || l.Off != 0 {
 		add("onoff", formatDuration(l.On), formatDuration(l.Off))
+	}
+	if l.MTU != 0 {
+		add("mtu", strconv.FormatUint(uint64(l.MTU), 10))
+		if l.MTUMode != MTUICMP {
+			add(l.MTUMode.String())
+		}
 	}
 	if len(b) == 0 {
 		return "none"

@@ -236,7 +236,7 @@ func (p *parser) optPercent(kw token, name string) (float64, error) {
 	return p.percent(kw, name)
 }
 
-var keywords = "limit, delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, queue, trace, onoff, none"
+var keywords = "limit, delay, distribution, loss, duplicate, corrupt, reorder, gap, rate, queue, trace, onoff, mtu, none"
 
 func (p *parser) parse() (Link, error) {
 	for p.i < len(p.toks) {
@@ -273,6 +273,8 @@ func (p *parser) parse() (Link, error) {
 			err = p.parseTrace(kw)
 		case "onoff":
 			err = p.parseOnOff(kw)
+		case "mtu":
+			err = p.parseMTU(kw)
 		case "ecn", "slot":
 			err = p.errAt(kw, "netem's %s is not supported (see docs/link-spec.md)", k)
 		case "seed":
@@ -281,6 +283,8 @@ func (p *parser) parse() (Link, error) {
 			err = p.errAt(kw, "%s belongs to a queue: write queue droptail|codel %s ...", k, k)
 		case "random", "gemodel", "state":
 			err = p.errAt(kw, "%s belongs to loss: write loss %s ...", k, k)
+		case "icmp", "blackhole":
+			err = p.errAt(kw, "%s belongs to mtu: write mtu BYTES %s", k, k)
 		default:
 			if p.nextIsNumberAt(p.i - 1) {
 				err = p.errAt(kw, "unexpected value: every value follows a keyword (%s)", keywords)
@@ -547,6 +551,29 @@ func (p *parser) parseOnOff(kw token) error {
 		return p.errAt(t, "onoff OFF time must be positive (leave onoff out for no blackout)")
 	}
 	p.l.On, p.l.Off = on, off
+	return nil
+}
+
+func (p *parser) parseMTU(kw token) error {
+	t, err := p.arg(kw, "mtu", fmt.Sprintf("a size in bytes, %d to %d (e.g. mtu 1280)", MinMTU, MaxMTU))
+	if err != nil {
+		return err
+	}
+	v, err := parseInt(t.text, MinMTU, MaxMTU)
+	if err != nil {
+		return p.errAt(t, "mtu %s (%d is IPv4's minimum, %d the testbed devices' MTU)", err, MinMTU, MaxMTU)
+	}
+	p.l.MTU = uint32(v)
+	if p.i < len(p.toks) {
+		switch strings.ToLower(p.toks[p.i].text) {
+		case "icmp":
+			p.l.MTUMode = MTUICMP
+			p.i++
+		case "blackhole":
+			p.l.MTUMode = MTUBlackhole
+			p.i++
+		}
+	}
 	return nil
 }
 

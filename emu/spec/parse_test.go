@@ -85,6 +85,12 @@ func TestParseValid(t *testing.T) {
 			`queue codel trace "my traces/a b.up"`},
 		{"onoff 10s 500ms", Link{On: 10 * time.Second, Off: 500 * ms}, "onoff 10s 500ms"},
 		{"Delay 10ms LOSS 1%", Link{Delay: 10 * ms, Loss: Loss{Model: LossRandom, Percent: 1}}, "delay 10ms loss 1%"},
+		{"mtu 1280", Link{MTU: 1280}, "mtu 1280"},
+		{"mtu 1280 icmp", Link{MTU: 1280}, "mtu 1280"},
+		{"MTU 1400 BlackHole delay 5ms", Link{MTU: 1400, MTUMode: MTUBlackhole, Delay: 5 * ms}, "delay 5ms mtu 1400 blackhole"},
+		{"mtu 68", Link{MTU: 68}, "mtu 68"},
+		{"mtu 1500 blackhole", Link{MTU: 1500, MTUMode: MTUBlackhole}, "mtu 1500 blackhole"},
+		{"mtu 576 rate 1mbit", Link{MTU: 576, Rate: 1_000_000}, "rate 1mbit mtu 576"},
 	}
 	for _, tt := range tests {
 		got, err := Parse(tt.in)
@@ -171,6 +177,15 @@ func TestParseErrors(t *testing.T) {
 		{"slot 1ms", `link spec: token 1 "slot": netem's slot is not supported`},
 		{"seed 5", `link spec: token 1 "seed": the seed is not part of a link spec`},
 		{"10ms", `link spec: token 1 "10ms": unexpected value`},
+		{"mtu", `link spec: token 1 "mtu": needs a size in bytes, 68 to 1500 (e.g. mtu 1280)`},
+		{"mtu icmp", `link spec: token 2 "icmp": mtu is not an integer`},
+		{"mtu 67", `link spec: token 2 "67": mtu must be between 68 and 1500 (68 is IPv4's minimum, 1500 the testbed devices' MTU)`},
+		{"mtu 9000", `link spec: token 2 "9000": mtu must be between 68 and 1500`},
+		{"mtu 1.5kb", `link spec: token 2 "1.5kb": mtu is not an integer`},
+		{"mtu 1280 mtu 1400", `link spec: token 3 "mtu": mtu given twice (first as token 1)`},
+		{"mtu 1280 icmp blackhole", `link spec: token 4 "blackhole": blackhole belongs to mtu: write mtu BYTES blackhole`},
+		{"delay 1ms icmp", `link spec: token 3 "icmp": icmp belongs to mtu`},
+		{"mtu 1280 fragment", `link spec: token 3 "fragment": unknown keyword`},
 	}
 	for _, tt := range tests {
 		l, err := Parse(tt.in)
