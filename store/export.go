@@ -413,7 +413,7 @@ func (x exporter) cells() (table, error) {
 }
 
 var counterColumns = []string{"packets_in", "bytes_in", "packets_out", "bytes_out", "drop_loss", "drop_queue",
-	"drop_corrupt", "drop_off", "duplicated", "reordered", "queue_delay_sum_ns", "queue_delay_max_ns"}
+	"drop_corrupt", "drop_off", "duplicated", "reordered", "queue_delay_sum_ns", "queue_delay_max_ns", "drop_mtu"}
 
 func (x exporter) samples() (table, error) {
 	factors, err := x.factorNames()
@@ -470,10 +470,10 @@ func (x exporter) samples() (table, error) {
 			s.cpu_server_user_ns, s.cpu_server_sys_ns,
 			s.up_packets_in, s.up_bytes_in, s.up_packets_out, s.up_bytes_out, s.up_drop_loss,
 			s.up_drop_queue, s.up_drop_corrupt, s.up_drop_off, s.up_duplicated, s.up_reordered,
-			s.up_queue_delay_sum_ns, s.up_queue_delay_max_ns,
+			s.up_queue_delay_sum_ns, s.up_queue_delay_max_ns, s.up_drop_mtu,
 			s.down_packets_in, s.down_bytes_in, s.down_packets_out, s.down_bytes_out, s.down_drop_loss,
 			s.down_drop_queue, s.down_drop_corrupt, s.down_drop_off, s.down_duplicated, s.down_reordered,
-			s.down_queue_delay_sum_ns, s.down_queue_delay_max_ns,
+			s.down_queue_delay_sum_ns, s.down_queue_delay_max_ns, s.down_drop_mtu,
 			(SELECT count(*) FROM warnings w WHERE w.sample_id = s.id),
 			c.factors, s.metrics
 			FROM cells c JOIN samples s ON s.cell_id = c.id WHERE`+runFilter+
@@ -491,7 +491,7 @@ func (x exporter) samples() (table, error) {
 					started                                        sql.NullInt64
 					value                                          sql.NullFloat64
 					cpu                                            [4]int64
-					cnt                                            [24]int64
+					cnt                                            [26]int64
 					fj, mj                                         string
 				)
 				dest := []any{&runID, &sid, &cid, &key, &group, &scen, &test, &proto, &client, &server, &cc, &metric,

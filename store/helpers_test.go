@@ -97,10 +97,10 @@ func fullSample(cellID int64, iteration, points int) model.Sample {
 		CPU: model.CPUUsage{ClientUser: 11 * time.Millisecond, ClientSys: 12 * time.Millisecond,
 			ServerUser: 13 * time.Millisecond, ServerSys: 14*time.Millisecond + time.Duration(k)},
 		LinkUp: emu.Counters{PacketsIn: 1, BytesIn: 2, PacketsOut: 3, BytesOut: 4, DropLoss: 5, DropQueue: 6,
-			DropCorrupt: 7, DropOff: 8, Duplicated: 9, Reordered: 10, QueueDelaySumNs: 11, QueueDelayMaxNs: 12},
+			DropCorrupt: 7, DropOff: 8, Duplicated: 9, Reordered: 10, QueueDelaySumNs: 11, QueueDelayMaxNs: 12, DropMTU: 13},
 		LinkDown: emu.Counters{PacketsIn: 1 << 63, BytesIn: 1<<64 - 1, PacketsOut: 103, BytesOut: 104,
 			DropLoss: 105, DropQueue: 106, DropCorrupt: 107, DropOff: 108, Duplicated: 109, Reordered: 110,
-			QueueDelaySumNs: 111, QueueDelayMaxNs: 112},
+			QueueDelaySumNs: 111, QueueDelayMaxNs: 112, DropMTU: 113},
 		Warnings: []string{"cpu saturated: 97% busy", fmt.Sprintf("emulator dropped %d packets beyond loss", k)},
 		Resources: []model.Resource{
 			{Name: "/index.html", Protocol: "h3", Start: 0, TTFB: 45_000_000, End: 60_000_000, Bytes: 14000},

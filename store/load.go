@@ -201,10 +201,10 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		s.cpu_client_sys_ns, s.cpu_server_user_ns, s.cpu_server_sys_ns,
 		s.up_packets_in, s.up_bytes_in, s.up_packets_out, s.up_bytes_out, s.up_drop_loss,
 		s.up_drop_queue, s.up_drop_corrupt, s.up_drop_off, s.up_duplicated, s.up_reordered,
-		s.up_queue_delay_sum_ns, s.up_queue_delay_max_ns,
+		s.up_queue_delay_sum_ns, s.up_queue_delay_max_ns, s.up_drop_mtu,
 		s.down_packets_in, s.down_bytes_in, s.down_packets_out, s.down_bytes_out, s.down_drop_loss,
 		s.down_drop_queue, s.down_drop_corrupt, s.down_drop_off, s.down_duplicated, s.down_reordered,
-		s.down_queue_delay_sum_ns, s.down_queue_delay_max_ns, s.metrics
+		s.down_queue_delay_sum_ns, s.down_queue_delay_max_ns, s.down_drop_mtu, s.metrics
 		FROM samples s WHERE s.id BETWEEN ? AND ?`, r.min, r.max)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 		started                                  sql.NullInt64
 		value                                    sql.NullFloat64
 		status, alpn, httpv, tlsv, cipher, quicv sql.RawBytes
-		up, down                                 [12]int64
+		up, down                                 [13]int64
 		metrics                                  sql.RawBytes
 	)
 	dest := []any{nil, nil, nil, &warm, nil, &seed, &started, &wall, &overhead, &drain, &prep, &status, nil, &value,
@@ -263,11 +263,11 @@ func readSamples(ctx context.Context, tx *sql.Tx, r idRange, n int, pos map[int6
 	return samples, rows.Err()
 }
 
-func counters(v [12]int64) emu.Counters {
+func counters(v [13]int64) emu.Counters {
 	return emu.Counters{PacketsIn: uint64(v[0]), BytesIn: uint64(v[1]), PacketsOut: uint64(v[2]),
 		BytesOut: uint64(v[3]), DropLoss: uint64(v[4]), DropQueue: uint64(v[5]), DropCorrupt: uint64(v[6]),
 		DropOff: uint64(v[7]), Duplicated: uint64(v[8]), Reordered: uint64(v[9]),
-		QueueDelaySumNs: uint64(v[10]), QueueDelayMaxNs: uint64(v[11])}
+		QueueDelaySumNs: uint64(v[10]), QueueDelayMaxNs: uint64(v[11]), DropMTU: uint64(v[12])}
 }
 
 // childPart reads one per-sample table over an ID range and returns a

@@ -97,6 +97,9 @@ func TestMigrateOlderSchema(t *testing.T) {
 			if version < 7 {
 				want.Slot, want.Concurrency = 0, 1 // one testbed at a time
 			}
+			if version < 9 {
+				want.LinkUp.DropMTU, want.LinkDown.DropMTU = 0, 0 // no mtu before version 9
+			}
 			if version < 3 {
 				for i := range want.Transport {
 					want.Transport[i].CongestionStateChanges = 0

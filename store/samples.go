@@ -19,13 +19,13 @@ const sampleInsertSQL = `INSERT INTO samples (cell_id, iteration, warmup, ord, s
 	cpu_server_sys_ns,
 	up_packets_in, up_bytes_in, up_packets_out, up_bytes_out, up_drop_loss, up_drop_queue,
 	up_drop_corrupt, up_drop_off, up_duplicated, up_reordered, up_queue_delay_sum_ns,
-	up_queue_delay_max_ns,
+	up_queue_delay_max_ns, up_drop_mtu,
 	down_packets_in, down_bytes_in, down_packets_out, down_bytes_out, down_drop_loss,
 	down_drop_queue, down_drop_corrupt, down_drop_off, down_duplicated, down_reordered,
-	down_queue_delay_sum_ns, down_queue_delay_max_ns, metrics, shard)
+	down_queue_delay_sum_ns, down_queue_delay_max_ns, down_drop_mtu, metrics, shard)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+	        ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func sampleArgs(s *model.Sample, shard int) []any {
 	n := s.Negotiated
@@ -41,7 +41,8 @@ func sampleArgs(s *model.Sample, shard int) []any {
 func appendCounters(args []any, c emu.Counters) []any {
 	return append(args, int64(c.PacketsIn), int64(c.BytesIn), int64(c.PacketsOut), int64(c.BytesOut),
 		int64(c.DropLoss), int64(c.DropQueue), int64(c.DropCorrupt), int64(c.DropOff),
-		int64(c.Duplicated), int64(c.Reordered), int64(c.QueueDelaySumNs), int64(c.QueueDelayMaxNs))
+		int64(c.Duplicated), int64(c.Reordered), int64(c.QueueDelaySumNs), int64(c.QueueDelayMaxNs),
+		int64(c.DropMTU))
 }
 
 // nullFloat stores NaN as NULL (SQLite has no NaN).

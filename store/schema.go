@@ -246,10 +246,13 @@ CREATE TABLE run_shards (
 ) WITHOUT ROWID;
 `,
 	// 9: implementations: the server that served each cell (Cell.Server)
-	// and the third-party programs' versions (Environment.Peers).
+	// and the third-party programs' versions (Environment.Peers); the
+	// packets each direction dropped above the link's MTU.
 	`
 ALTER TABLE cells ADD COLUMN server TEXT NOT NULL DEFAULT 'quicbench';  -- model.Servers; 'quicbench' before version 9
 ALTER TABLE runs ADD COLUMN peers TEXT NOT NULL DEFAULT '{}';            -- JSON object: peer name -> version
+ALTER TABLE samples ADD COLUMN up_drop_mtu INTEGER NOT NULL DEFAULT 0;   -- packets above the link's mtu; 0 before version 9
+ALTER TABLE samples ADD COLUMN down_drop_mtu INTEGER NOT NULL DEFAULT 0;
 `,
 }
 
