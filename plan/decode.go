@@ -28,6 +28,7 @@ type doc struct {
 	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
 	maxIterAt         pos     // where max_iterations is set; zero when it is not
 	parallel          int     // testbeds at once (quicbench run --parallel); 0 = not set
+	pin               bool    // emulator, server and client on CPUs of their own (netns.Config.Pin)
 	warmup            bool
 	timeout           time.Duration
 	protocols         []string
@@ -114,7 +115,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace"}
 	gridKeys  = []string{"name", "grid", "direction", "base"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -440,6 +441,14 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 	if v, ok := f["parallel"]; ok {
 		if n, ok := d.integer(v.val, "parallel", 1, MaxParallelSetting); ok {
 			out.parallel = int(n)
+		}
+	}
+	if v, ok := f["pin"]; ok {
+		if b, ok := d.boolean(v.val, "pin"); ok {
+			out.pin = b
+			if b && out.parallel > 1 {
+				d.fail(v.val, "pin", "pin: true runs one testbed at a time (a machine's CPUs cannot be given to the emulator, server and client of several testbeds at once); remove parallel or pin")
+			}
 		}
 	}
 	if v, ok := f["warmup"]; ok {

@@ -181,6 +181,11 @@ func (p *Plan) Precision() float64 { return p.d.precision }
 // Hash: parallelism changes when samples are taken, not which.
 func (p *Plan) Parallel() int { return p.d.parallel }
 
+// Pin reports whether the plan pins the emulator, the server and the client
+// to CPUs of their own (plan field pin; netns.PinLayout says where on a
+// given machine). A pinned plan runs one testbed at a time.
+func (p *Plan) Pin() bool { return p.d.pin }
+
 // MinIterationsFor returns the least counted iterations of a cell: its
 // test's (or the plan's) iterations. For a plan of fixed iterations it is
 // the cell's Iterations.

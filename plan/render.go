@@ -68,6 +68,10 @@ func (p *Plan) render() []byte {
 	if d.parallel > 0 {
 		top.add("parallel", intNode(int64(d.parallel)))
 	}
+	if d.pin {
+		// In the hash: pinning changes what the endpoints compete for.
+		top.add("pin", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+	}
 	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
 	top.add("protocols", flowList(d.protocols, false))
 	top.add("client", oneOrList(d.clients, false))

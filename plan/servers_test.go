@@ -108,3 +108,27 @@ func TestServerErrors(t *testing.T) {
 		})
 	}
 }
+
+// pin is part of the plan's hash (it changes what the endpoints compete
+// for) and cannot be combined with parallel testbeds.
+func TestPin(t *testing.T) {
+	const base = "name: h\nscenarios:\n  - name: s\ntests:\n  - test: ttfb\n"
+	a, err := Parse("a.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse("b.yaml", []byte(base+"pin: true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Pin() || !b.Pin() {
+		t.Errorf("Pin() = %v, %v; want false, true", a.Pin(), b.Pin())
+	}
+	if a.Hash() == b.Hash() {
+		t.Error("pin: true does not change the plan's hash")
+	}
+	_, err = Parse("c.yaml", []byte(base+"parallel: 4\npin: true\n"))
+	if err == nil || !strings.Contains(err.Error(), "pin: true runs one testbed at a time") {
+		t.Errorf("pin with parallel: %v", err)
+	}
+}

@@ -163,6 +163,9 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	prog := newProgress(opts(r).Progress, r.opts.Mode)
 	defer prog.finish()
 	slots, asked := r.parallelism()
+	if slots > 1 && r.plan.Pin() {
+		return sum, fmt.Errorf("the plan pins the emulator, server and client to CPUs of their own (pin: true), which only one testbed at a time can have: run without --parallel")
+	}
 	prog.slots = slots
 	// Each sample's estimate (nil when the plan cannot be estimated: the
 	// ETA then falls back to the mean time per sample).
@@ -432,7 +435,7 @@ func (r *run) newSlot(ctx context.Context, id int) (*slot, error) {
 	if id > 0 {
 		name += fmt.Sprintf("-%d", id)
 	}
-	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC})
+	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC, Pin: r.plan.Pin()})
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
