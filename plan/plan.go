@@ -248,13 +248,18 @@ func Count(cells []model.Cell) Counts {
 func (p *Plan) Counts() Counts { return Count(p.cells) }
 
 // Hash returns the hex SHA-256 of a canonical form of what the plan
-// measures: the seed, and every cell's key, link specs, factors, metric,
-// iterations, warm-up and timeout, in order. It ignores comments,
+// measures: the seed, whether it pins the endpoints to CPUs, and every
+// cell's key (which names a server other than quicbench's), link specs,
+// factors, metric, iterations, warm-up and timeout, in order. It ignores comments,
 // formatting, key order, equivalent spellings (1000KB and 1MB), the name and
 // the description. A run can only be resumed with a plan of the same hash.
 func (p *Plan) Hash() string {
 	h := sha256.New()
 	fmt.Fprintf(h, "quicbench-plan-v1\nseed=%d\n", p.Seed)
+	if p.d.pin {
+		// pinned endpoints compete for other CPUs than unpinned ones
+		fmt.Fprintf(h, "pin\n")
+	}
 	if p.d.precision > 0 {
 		// adaptive: the rule decides how many samples each group gets
 		fmt.Fprintf(h, "precision=%g\n", p.d.precision)
