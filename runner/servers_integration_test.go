@@ -1,0 +1,104 @@
+package runner_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
+	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
+	"github.com/quicbench/quicbench/plan"
+)
+
+// A plan crossing quicbench's server with aioquic and Caddy: every cell is
+// served by the server it names (the negotiated protocol and the peer
+// versions say so), a server that cannot serve a protocol or test is
+// skipped, and the implementations are compared across servers.
+func TestRunAcrossServers(t *testing.T) {
+	needRoot(t)
+	if _, err := peers.FindAioquic(); err != nil {
+		testsupport.Unavailable(t, "aioquic: %v", err)
+	}
+	if _, _, err := peers.FindCaddy(context.Background()); err != nil {
+		testsupport.Unavailable(t, "caddy: %v", err)
+	}
+	p, err := plan.Parse("servers.yaml", []byte(`
+name: servers
+seed: 3
+iterations: 2
+warmup: false
+protocols: [h2, h3]
+server: [quicbench, aioquic, caddy]
+cc: bbr
+timeout: 20s
+scenarios:
+  - name: d2
+    link: "delay 2ms"
+tests:
+  - test: download
+    params: {size: 300KB}
+  - test: page
+    params: {objects: 4, size: 8KB}
+  - test: upload
+    params: {size: 100KB}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(t.TempDir(), "s.db")
+	runPlan(t, p, db, 0)
+	ds := load(t, db)
+	checkComplete(t, ds)
+	servedBy := map[string]int{}
+	for _, c := range ds.Cells {
+		servedBy[c.Server]++
+		if c.Server == model.ServerAioquic && c.Protocol != model.ProtoH3 {
+			t.Errorf("cell %s: aioquic serves only h3", c.Key)
+		}
+		if c.Server == model.ServerCaddy && c.Test == plan.TestUpload {
+			t.Errorf("cell %s: caddy cannot serve uploads", c.Key)
+		}
+		if c.Server != model.ServerQuicbench && !strings.HasSuffix(c.Key, "/"+c.Server) {
+			t.Errorf("cell %s does not name its server %s", c.Key, c.Server)
+		}
+	}
+	// download and page: 2 + 1 + 2 cells; upload: 2 + 1
+	want := map[string]int{model.ServerQuicbench: 6, model.ServerAioquic: 3, model.ServerCaddy: 4}
+	for s, n := range want {
+		if servedBy[s] != n {
+			t.Errorf("%d cells of server %s, want %d (%v)", servedBy[s], s, n, servedBy)
+		}
+	}
+	cells := map[int64]model.Cell{}
+	for _, c := range ds.Cells {
+		cells[c.ID] = c
+	}
+	for _, s := range ds.Samples {
+		c := cells[s.CellID]
+		if s.Status != model.StatusOK {
+			t.Errorf("%s it %d: %s %s", c.Key, s.Iteration, s.Status, s.Error)
+			continue
+		}
+		alpn := map[string]string{model.ProtoH2: "h2", model.ProtoH3: "h3"}[c.Protocol]
+		if s.Negotiated.ALPN != alpn {
+			t.Errorf("%s: negotiated %q", c.Key, s.Negotiated.ALPN)
+		}
+		if c.Server == model.ServerAioquic && c.Test == plan.TestDownload && !hasServerStats(s) {
+			t.Errorf("%s: no server-side transport statistics from aioquic", c.Key)
+		}
+	}
+	if !strings.HasPrefix(ds.Run.Env.Peers[model.ServerAioquic], "aioquic 1.") || !strings.Contains(ds.Run.Env.Peers[model.ServerCaddy], "2.") {
+		t.Errorf("peer versions %v", ds.Run.Env.Peers)
+	}
+}
+
+func hasServerStats(s model.Sample) bool {
+	for _, x := range s.Transport {
+		if x.Side == "server" && x.SmoothedRTTms > 0 {
+			return true
+		}
+	}
+	return false
+}
