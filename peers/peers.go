@@ -62,8 +62,11 @@ func Protocols(impl string) []string {
 // cannot maps impl to the tests it cannot serve, with the reason.
 var cannot = map[string]map[string]string{
 	Quicbench: {},
-	Aioquic:   {},
+	Aioquic: {
+		"fairness": fairnessWhy,
+	},
 	Caddy: {
+		"fairness": fairnessWhy,
 		"upload": "Caddy serves static files only: /upload (a POST whose body the server counts) has no static equivalent",
 		"stream": "Caddy serves static files only: /stream paces its segments in time, which a file cannot",
 	},
@@ -72,7 +75,12 @@ var cannot = map[string]map[string]string{
 // tests are the test names of package plan (plan.Test*), repeated here so
 // that this package imports nothing of quicbench's; a test of package peers
 // checks they match.
-var tests = []string{"latency", "ttfb", "handshake", "download", "upload", "multiplex", "stream", "page", "site", "cpu"}
+var tests = []string{"latency", "ttfb", "handshake", "download", "upload", "multiplex", "stream", "page", "site", "cpu", "fairness"}
+
+// fairnessWhy is why no peer serves the fairness test: its flows are bulk
+// transfers that the runner opens between the namespaces itself (package
+// traffic), not requests to the cell's server.
+const fairnessWhy = "the fairness test's flows are quicbench's own bulk transfers between the namespaces, not requests to a server"
 
 // Serves reports whether impl can serve test (a plan.Test* name) and, when
 // not, why. Unknown implementations and tests are errors.

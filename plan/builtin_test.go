@@ -34,6 +34,9 @@ var builtinCounts = map[string]Counts{
 	// protocols = 200 download cells without warm-up, + 2 cpu cells with;
 	// 10 iterations.
 	"size-bandwidth-grid": {Cells: 202, Samples: 2020, Warmups: 2},
+	// Issue 20: 8 fairness scenarios x 2 protocols x 6 iterations + 4
+	// latency scenarios x 2 protocols x 10 iterations, no warm-up.
+	"fairness": {Cells: 24, Samples: 176, Warmups: 0},
 	// check-parallel's plan: 4 grid points x 3 pages x 3 protocols, 20
 	// iterations.
 	"parallel-check": {Cells: 36, Samples: 720, Warmups: 36},
@@ -50,6 +53,7 @@ var quickCounts = map[string]int{
 	"three-sites":         12, // first and last site x 3, for each of the two clients
 	"size-bandwidth-grid": 6,  // 1 point x {5KB, 1MB} x 2 + gigabit cpu x 2
 	"parallel-check":      9,  // 1 grid point x 3 pages x 3
+	"fairness":            12, // 10 Mbit/s 20 ms fairness of both queues + 4 latency scenarios, x 2 protocols x 2
 }
 
 func TestBuiltinCounts(t *testing.T) {
@@ -200,7 +204,7 @@ func TestBuiltinsList(t *testing.T) {
 		}
 	}
 	_, err := Builtin("degraded-network")
-	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, parallel-check)` {
+	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, parallel-check)` {
 		t.Errorf("Builtin(typo) error = %v", err)
 	}
 }

@@ -58,6 +58,8 @@ type scenDoc struct {
 	base      string
 	basePos   pos
 	gridPos   pos
+	// competing traffic: canonical traffic spec, "" for none
+	competing string
 }
 
 func (s *scenDoc) isGrid() bool { return s.grid != nil }
@@ -116,8 +118,8 @@ func gridDimNames() []string {
 
 var (
 	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
-	namedKeys = []string{"name", "link", "up", "down", "trace"}
-	gridKeys  = []string{"name", "grid", "direction", "base"}
+	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
+	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
 	nameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._+-]*$`)
 	yamlLine  = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
@@ -556,6 +558,7 @@ func (d *decoder) scenarios(n *yaml.Node, out *doc) {
 		} else {
 			d.named(f, path, &s)
 		}
+		d.competing(f, path, &s) // competing traffic (plan/competing.go)
 		out.scenarios = append(out.scenarios, s)
 	}
 }

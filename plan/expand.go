@@ -165,6 +165,7 @@ func (e *expander) scenarios() {
 				continue
 			}
 		}
+		competingFactor(s, news) // plan/competing.go
 		total += len(news)
 		for _, sc := range news {
 			if j, dup := byName[sc.Name]; dup {

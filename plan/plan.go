@@ -67,7 +67,10 @@ type Scenario struct {
 	Name    string
 	Up      string         // link spec client->server (emu/spec canonical text), "" for none
 	Down    string         // link spec server->client, "" for none
-	Factors []model.Factor // grid coordinates (rate, delay, ...) for grid points, nil otherwise
+	Factors []model.Factor // grid coordinates (rate, delay, ...) for grid points, and FactorCompeting
+	// Competing is the canonical traffic spec of the flows that share the
+	// link with each sample (plan/competing.go), "" for none.
+	Competing string
 }
 
 // Parse reads a plan from YAML. name is used in error messages (usually the

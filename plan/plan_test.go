@@ -172,7 +172,7 @@ scenarios:
   - name: a
 tests:
   - test: downlaod
-`, `plan.yaml:5:11: tests[0].test: "downlaod": unknown test, did you mean "download"? (allowed: latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu)`},
+`, `plan.yaml:5:11: tests[0].test: "downlaod": unknown test, did you mean "download"? (allowed: latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu, fairness)`},
 		{"negative size", `
 scenarios:
   - name: a
@@ -436,7 +436,7 @@ tests:
   - <<: *t
     iterations: 3
 `, `plan.yaml:5:5: tests[1]: merge keys (<<) are not supported; repeat the fields (allowed: test, iterations, warmup, protocols, client, server, timeout, scenarios, params)
-plan.yaml:5:5: tests[1]: missing test (allowed: latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu)`},
+plan.yaml:5:5: tests[1]: missing test (allowed: latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu, fairness)`},
 		{"too many cells", grid1000 + `    params: {size: [1KB, 2KB, 3KB, 4KB, 5KB, 6KB, 7KB, 8KB, 9KB, 10KB, 11KB, 12KB, 13KB, 14KB, 15KB, 16KB, 17KB, 18KB, 19KB, 20KB, 21KB, 22KB, 23KB, 24KB, 25KB, 26KB, 27KB, 28KB, 29KB, 30KB, 31KB, 32KB, 33KB, 34KB]}
 `, `plan.yaml:8:5: tests[0]: the plan expands to more than 100000 cells; split it into several plans`},
 	}

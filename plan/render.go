@@ -122,6 +122,9 @@ func (p *Plan) render() []byte {
 				m.add("trace", t.n)
 			}
 		}
+		if s.competing != "" {
+			m.add("competing", quoted(s.competing))
+		}
 		scen.Content = append(scen.Content, m.n)
 	}
 	top.add("scenarios", scen)

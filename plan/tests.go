@@ -289,6 +289,8 @@ type Params struct {
 	Site     string        `json:"site,omitempty"`     // site: a generated site name or a directory path
 	// Connection is page, site: ConnCold or ConnWarm.
 	Connection string `json:"connection,omitempty"`
+	// Duration is fairness: how long the flows run.
+	Duration time.Duration `json:"duration,omitempty"`
 }
 
 // CellParams decodes the test parameters of a cell produced by Expand. A

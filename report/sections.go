@@ -109,6 +109,10 @@ type testView struct {
 	Stream               []chartGroup
 	CPU                  []chartGroup
 	Waterfalls           []chartGroup
+	// fairness and latency under load (report/fairness.go)
+	Fairness []chartGroup
+	Shares   []shareRow
+	Load     []loadRow
 
 	chosenFound bool
 }
@@ -145,7 +149,11 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 		if cg, ok := cpuCharts(g); ok {
 			tv.CPU = append(tv.CPU, cg)
 		}
+		if cg, ok := fairnessCharts(g); ok {
+			tv.Fairness = append(tv.Fairness, cg)
+		}
 	}
+	tv.Shares, tv.Load = shareRows(t), loadRows(t)
 	if opts.WaterfallSample != 0 {
 		for _, g := range t.Groups {
 			for _, cs := range g.Cells {

@@ -251,7 +251,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	w.start = time.Now()
 	r.conc.begin(r.id)
 
-	res, serverSeries, err := r.callAgent(ctx, req)
+	res, serverSeries, err := r.callWithTraffic(ctx, c, req, step.Seed) // runner/traffic.go
 	s.Concurrency = r.conc.end(r.id)
 	if err != nil {
 		return nil, err
