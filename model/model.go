@@ -43,15 +43,18 @@ const (
 	ClientBuiltin    = "builtin"    // quicbench's own Go client (net/http, quic-go)
 	ClientChromium   = "chromium"   // headless Chromium driven over DevTools
 	ClientLighthouse = "lighthouse" // Lighthouse auditing the page in headless Chromium
+	ClientFirefox    = "firefox"    // headless Firefox driven over WebDriver BiDi
 )
 
 // Clients lists every client in documentation order.
-var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse}
+var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse, ClientFirefox}
 
 // IsBrowser reports whether a client loads pages in a real browser
-// (Chromium, alone or driven by Lighthouse): it runs only page and site
+// (Chromium, alone or driven by Lighthouse, or Firefox): it runs only page and site
 // tests, speaks h1, h2 and h3, and its samples include the browser's start.
-func IsBrowser(client string) bool { return client == ClientChromium || client == ClientLighthouse }
+func IsBrowser(client string) bool {
+	return client == ClientChromium || client == ClientLighthouse || client == ClientFirefox
+}
 
 // Status is the outcome of one sample.
 type Status string
@@ -112,7 +115,7 @@ type Cell struct {
 	Test           string   // latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu
 	Factors        []Factor // grid coordinates and test parameters, in plan order
 	Protocol       string   // one of Protocols
-	Client         string   // ClientBuiltin, ClientChromium or ClientLighthouse
+	Client         string   // ClientBuiltin, ClientChromium, ClientLighthouse or ClientFirefox
 	CC             string   // TCP congestion control: cubic, bbr, reno
 	Metric         string   // name of the primary metric (a key of Sample.Metrics)
 	Unit           string   // unit of the primary metric, e.g. "ms", "Mbit/s"

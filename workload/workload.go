@@ -43,7 +43,7 @@ type Target struct {
 type Request struct {
 	Test     string      `json:"test"`
 	Protocol string      `json:"protocol"`
-	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium or model.ClientLighthouse
+	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium, model.ClientLighthouse or model.ClientFirefox
 	Params   plan.Params `json:"params"` // the cell's test parameters, decoded by the runner (plan.StoredCellParams) and checked by Execute
 	CC       string      `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
@@ -84,7 +84,7 @@ type Result struct {
 }
 
 // BrowserLoader loads a page in a real browser. The agent sets it when
-// Chromium is available; Execute fails client=chromium samples without it.
+// a browser is available; Execute fails a browser client's samples without it.
 type BrowserLoader func(ctx context.Context, req Request, url string) (*Result, error)
 
 // Executor runs tests. The zero value runs built-in client tests only.
@@ -94,6 +94,8 @@ type Executor struct {
 	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
 	// the page in a browser of its own.
 	Lighthouse BrowserLoader
+	// Firefox takes the client=firefox samples.
+	Firefox BrowserLoader
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -304,8 +306,11 @@ func fetchBytes(ctx context.Context, spec endpoint.FetchSpec, size int64) (*endp
 
 func (e *Executor) browserSample(ctx context.Context, req Request, r run) (*Result, error) {
 	load := e.Browser
-	if req.Client == model.ClientLighthouse {
+	switch req.Client {
+	case model.ClientLighthouse:
 		load = e.Lighthouse
+	case model.ClientFirefox:
+		load = e.Firefox
 	}
 	if load == nil {
 		return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
