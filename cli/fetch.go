@@ -23,11 +23,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/quicbench/quicbench/browser"
-	"github.com/quicbench/quicbench/firefox"
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/firefox"
 	"github.com/quicbench/quicbench/model"
 )
 
