@@ -25,11 +25,13 @@ const (
 	DefaultStartTimeout = 20 * time.Second // browser start until the first tab answers
 )
 
-// Window size of the headless browser. Largest Contentful Paint depends on
-// the viewport, so it is fixed for every sample.
+// WindowWidth and WindowHeight are the window size of the headless browser
+// (Chromium's --window-size; package firefox sets the same viewport).
+// Largest Contentful Paint depends on the viewport, so it is fixed for
+// every sample.
 const (
-	windowWidth  = 1280
-	windowHeight = 800
+	WindowWidth  = 1280
+	WindowHeight = 800
 )
 
 // altSvcDummyPort is the port named in --origin-to-force-quic-on for Alt-Svc
@@ -345,7 +347,7 @@ func (o Options) args() [][2]any {
 		{"no-first-run", true},
 		{"no-default-browser-check", true},
 		{"log-level", "3"},
-		{"window-size", fmt.Sprintf("%d,%d", windowWidth, windowHeight)},
+		{"window-size", fmt.Sprintf("%d,%d", WindowWidth, WindowHeight)},
 		{"hide-scrollbars", true},
 		{"mute-audio", true},
 		// Background traffic and housekeeping that would share the link

@@ -57,7 +57,7 @@ func usesProfile(pid int, dir string) bool {
 
 // browserProcesses lists the live (non-zombie) processes that belong to a
 // browser: members of process group pgid (when not 0) or processes whose
-// command line names the profile dir.
+// command line names the profile dir (when not "").
 func browserProcesses(dir string, pgid int) []int {
 	self := os.Getpid()
 	var pids []int
@@ -65,7 +65,7 @@ func browserProcesses(dir string, pgid int) []int {
 		if st.pid == self || st.state == 'Z' || st.state == 'X' {
 			continue
 		}
-		if (pgid != 0 && st.pgrp == pgid) || usesProfile(st.pid, dir) {
+		if (pgid != 0 && st.pgrp == pgid) || (dir != "" && usesProfile(st.pid, dir)) {
 			pids = append(pids, st.pid)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/control"
+	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -23,13 +24,13 @@ It reads one JSON request per line on stdin and answers one JSON line on stdout.
 It exits at the end of stdin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// Chromium's children that outlive their parent when the
-			// browser's process group is killed are re-parented to the
+			// Chromium's (and Firefox's) children that outlive their parent
+			// when the browser's process group is killed are re-parented to the
 			// agent, which waits for them (browser.Session.Close), so their
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader(), Aioquic: aioquicFetcher(env.Getenv)}
+			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader(), Firefox: firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv)}
 			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}
@@ -43,7 +44,10 @@ func agentServer(ex *workload.Executor) *control.Server {
 	control.Handle(s, control.Run, func(ctx context.Context, req workload.Request) (*workload.Result, error) {
 		return ex.Execute(ctx, req), nil
 	})
-	control.Handle(s, control.BrowserVersion, func(ctx context.Context, _ struct{}) (string, error) {
+	control.Handle(s, control.BrowserVersion, func(ctx context.Context, client string) (string, error) {
+		if client == model.ClientFirefox {
+			return firefoxVersion(ctx)
+		}
 		return browserVersion(ctx)
 	})
 	return s

@@ -22,23 +22,45 @@ import (
 // the time from the browser's start until the measured load (the start,
 // and the priming load when warm).
 func browserLoader() workload.BrowserLoader {
-	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
-		opts := browser.Options{
+	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
+		s, err := browser.NewSession(ctx, browser.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
 			SPKIHash:     req.Target.SPKI,
 			Timeout:      req.Timeout,
 			DisableCache: true,
+		})
+		if err != nil {
+			return nil, err
 		}
+		return s, nil
+	})
+}
+
+// pageSession is a running browser of one sample (a *browser.Session or a
+// *firefox.Session).
+type pageSession interface {
+	Load(ctx context.Context, url string) (*browser.Result, error)
+	Close() error
+}
+
+// startSession starts the browser of one sample, for the page url.
+type startSession func(ctx context.Context, req workload.Request, url string) (pageSession, error)
+
+// sessionLoader is the page loader of a browser client whose browsers
+// start takes (see browserLoader for what a sample does).
+func sessionLoader(start startSession) workload.BrowserLoader {
+	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
+		newSession := func(ctx context.Context) (pageSession, error) { return start(ctx, req, url) }
 		warm := req.Params.Connection == plan.ConnWarm
 		before := childrenCPU()
 		var br, primer *browser.Result
 		var prep time.Duration
 		var err error
 		if warm {
-			primer, br, prep, err = warmLoad(ctx, opts)
+			primer, br, prep, err = warmLoad(ctx, newSession, url, req.Timeout)
 		} else {
-			br, prep, err = coldLoad(ctx, opts)
+			br, prep, err = coldLoad(ctx, newSession, url)
 		}
 		after := childrenCPU()
 		res := &workload.Result{Metrics: map[string]float64{}, Prep: prep}
@@ -87,36 +109,36 @@ func browserLoader() workload.BrowserLoader {
 	}
 }
 
-// coldLoad is browser.Load (a browser with a fresh profile, one load of
-// opts.URL, the browser closed on every path) that also returns the time
-// the browser took to start: the unmeasured preparation of the sample (all
-// the time until the start failed, if it did).
-func coldLoad(ctx context.Context, opts browser.Options) (res *browser.Result, prep time.Duration, err error) {
+// coldLoad starts a browser with a fresh profile, loads url once and
+// closes the browser on every path, and also returns the time the browser
+// took to start: the unmeasured preparation of the sample (all the time
+// until the start failed, if it did).
+func coldLoad(ctx context.Context, newSession func(context.Context) (pageSession, error), url string) (res *browser.Result, prep time.Duration, err error) {
 	start := time.Now()
-	s, err := browser.NewSession(ctx, opts)
+	s, err := newSession(ctx)
 	prep = time.Since(start)
 	if err != nil {
 		return nil, prep, err
 	}
-	res, err = s.Load(ctx, opts.URL)
+	res, err = s.Load(ctx, url)
 	if cerr := s.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
 	return res, prep, err
 }
 
-// warmLoad starts a browser with a fresh profile, loads opts.URL once
+// warmLoad starts a browser with a fresh profile, loads url once
 // (priming: connections, TLS sessions, QUIC), then again in the same
 // browser, and closes the browser. The second load is the measurement. Both
-// loads together must finish within opts.Timeout (browser.DefaultTimeout
-// when zero); the browser start is bounded separately, as for a cold load.
+// loads together must finish within limit (browser.DefaultTimeout when
+// zero); the browser start is bounded separately, as for a cold load.
 // A priming load that fails (a protocol mismatch included) ends the sample
 // with primer set and measured nil. prep is the time from the browser's
 // start to the measured load (until the failure, if the start or the
 // priming load failed).
-func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *browser.Result, prep time.Duration, err error) {
+func warmLoad(ctx context.Context, newSession func(context.Context) (pageSession, error), url string, limit time.Duration) (primer, measured *browser.Result, prep time.Duration, err error) {
 	start := time.Now()
-	s, err := browser.NewSession(ctx, opts)
+	s, err := newSession(ctx)
 	if err != nil {
 		return nil, nil, time.Since(start), err
 	}
@@ -125,7 +147,6 @@ func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *brow
 			err = errors.Join(err, cerr)
 		}
 	}()
-	limit := opts.Timeout
 	if limit <= 0 {
 		limit = browser.DefaultTimeout
 	}
@@ -133,17 +154,17 @@ func warmLoad(ctx context.Context, opts browser.Options) (primer, measured *brow
 	defer cancel()
 	loadErr := func(which string, err error) error {
 		if ctx.Err() == nil && errors.Is(lctx.Err(), context.DeadlineExceeded) {
-			err = &browser.TimeoutError{Phase: "load", URL: opts.URL, After: limit}
+			err = &browser.TimeoutError{Phase: "load", URL: url, After: limit}
 			return fmt.Errorf("connection warm: the priming and the measured load together: %w", err)
 		}
 		return fmt.Errorf("connection warm: %s load: %w", which, err)
 	}
-	primer, err = s.Load(lctx, opts.URL)
+	primer, err = s.Load(lctx, url)
 	prep = time.Since(start)
 	if err != nil {
 		return primer, nil, prep, loadErr("priming", err)
 	}
-	measured, err = s.Load(lctx, opts.URL)
+	measured, err = s.Load(lctx, url)
 	if err != nil {
 		return primer, measured, prep, loadErr("measured", err)
 	}

@@ -48,7 +48,7 @@ func newDoctorCmd(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
-		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse, aioquic",
+		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse, Firefox, aioquic, Caddy",
 		Long: `doctor checks everything quicbench needs and says which mode is available:
 root mode (network namespaces, TUN devices, real-time emulator threads) or rootless mode (the
 same inside an unprivileged user namespace, for quicbench emulate, calibrate and run) and, if neither, why not.
@@ -212,6 +212,8 @@ func runDoctor(ctx context.Context) doctorReport {
 	} else {
 		add("lighthouse", checkOK, "Lighthouse %s (%s) on Node %s (%s)", inst.Version, inst.CLI, inst.NodeVersion, inst.Node)
 	}
+	st, detail := firefoxCheck(ctx, os.Geteuid() == 0)
+	add("firefox", st, "%s", detail)
 	if py, err := aioquic.FindPython(); err != nil {
 		add("aioquic client", checkWarn, "%v: tests with the aioquic client are unavailable", err)
 	} else if v, err := aioquic.Check(ctx, py); err != nil {

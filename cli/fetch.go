@@ -27,6 +27,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/firefox"
 	"github.com/quicbench/quicbench/model"
 )
 
@@ -67,13 +68,20 @@ command (exit status 1, naming the resources). Chromium accepts the server's
 certificate by its SPKI hash: give --spki (quicbench serve prints it), or
 let fetch read the certificate from the server first (over TLS on TCP, or
 QUIC for h3), verified with --ca, or not at all with --insecure. Options of
-the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
+the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.
+
+--client firefox does the same in headless Firefox (firefox-esr, driven
+over WebDriver BiDi): it trusts --ca in each fresh profile (or, with
+--insecure, accepts any certificate), and for h3 reaches the origin over
+HTTP/3 from the first request. Firefox falls back to TCP silently when
+HTTP/3 fails; the per-resource protocol check then fails the command.`,
 		Example: `  quicbench fetch --proto h3 --ca ca.pem https://10.0.0.2:4433/bytes/10MB
   quicbench fetch --proto h1 --parallel 6 --addr 10.0.0.2:4433 --insecure /bytes/1MB /bytes/1MB /bytes/1MB
   quicbench fetch --proto h2 --page --json --ca ca.pem https://10.0.0.2:4433/page/50/8KB
   quicbench fetch --proto quic --0rtt --ca ca.pem https://10.0.0.2:4433/bytes/100KB
   quicbench fetch --proto tcp --upload 10MB --ca ca.pem https://10.0.0.2:4433/upload
-  quicbench fetch --client chromium --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB`,
+  quicbench fetch --client chromium --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB
+  quicbench fetch --client firefox --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return Usage(errors.New("fetch needs at least one URL or path"), "quicbench fetch --proto h2 https://HOST:PORT/bytes/1MB")
@@ -97,6 +105,11 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
 					serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
 				})
+			case fetchClientFirefox:
+				return fetchFirefox(cmd, env, chromiumFetch{
+					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
+					spki: spki, jsonOut: jsonOut, timeout: spec.Timeout,
+				})
 			case fetchClientAioquic:
 				if spec.Proto != model.ProtoH3 {
 					return Usage(fmt.Errorf("--client aioquic speaks h3 only, not %s", spec.Proto), "add --proto h3")
@@ -108,7 +121,7 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 				}
 				keyLog = "" // not $SSLKEYLOGFILE either: the aioquic client logs no keys
 			default:
-				return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: builtin, chromium, aioquic")
+				return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: builtin, chromium, firefox, aioquic")
 			}
 			a, paths, err := fetchTargets(addr, args)
 			if err != nil {
@@ -178,7 +191,7 @@ the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&client, "client", fetchClientBuiltin, "who fetches: builtin (quicbench's own HTTP/QUIC client), chromium (headless Chromium loads each URL as a page) or aioquic (aioquic's HTTP/3 client, --proto h3)")
+	f.StringVar(&client, "client", fetchClientBuiltin, "who fetches: builtin (quicbench's own HTTP/QUIC client), chromium or firefox (a headless browser loads each URL as a page) or aioquic (aioquic's HTTP/3 client, --proto h3)")
 	f.StringVar(&spki, "spki", "", "chromium: base64 SHA-256 of the server certificate's SubjectPublicKeyInfo (as quicbench serve prints it; several joined by commas); default: read the certificate from the server, verified with --ca unless --insecure")
 	f.StringVar(&spec.Proto, "proto", model.ProtoH2, "protocol: "+strings.Join(model.Protocols, ", "))
 	f.StringVar(&addr, "addr", "", "server HOST:PORT for path arguments")
@@ -315,6 +328,7 @@ func printFetch(w io.Writer, spec endpoint.FetchSpec, res *endpoint.FetchResult)
 const (
 	fetchClientBuiltin  = "builtin"
 	fetchClientChromium = "chromium"
+	fetchClientFirefox  = "firefox"
 	fetchClientAioquic  = "aioquic"
 )
 
@@ -454,7 +468,99 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 			if i > 0 {
 				fmt.Fprintln(env.Stdout)
 			}
-			printChromiumLoad(env.Stdout, o.proto, opts.URL, res, err)
+			printBrowserLoad(env.Stdout, fetchClientChromium, o.proto, opts.URL, res, err)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fetchFirefox loads each page in a fresh headless Firefox and prints what
+// it measured, as fetchChromium does.
+func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
+	const hint = "see quicbench fetch --help (--client firefox)"
+	switch o.proto {
+	case model.ProtoH1, model.ProtoH1C, model.ProtoH2, model.ProtoH3:
+	default:
+		return Usage(fmt.Errorf("--client firefox --proto %s: a browser loads pages over h1, h1c, h2 or h3, not raw %s streams", o.proto, o.proto),
+			"use the built-in client (--client builtin) for tcp and quic")
+	}
+	for _, name := range append(slices.Clone(builtinOnlyFetchFlags), "spki", "server-name", "keylog") {
+		if cmd.Flags().Changed(name) {
+			return Usage(fmt.Errorf("--%s does not apply to --client firefox", name), hint+": Firefox trusts --ca in its profile, or any certificate with --insecure")
+		}
+	}
+	if o.caFile != "" && o.insecure {
+		return Usage(errors.New("--ca and --insecure exclude each other"), "give the server's CA, or skip verification")
+	}
+	addr, paths, err := fetchTargets(o.addr, o.args)
+	if err != nil {
+		return Usage(err, "give URLs on one server, or paths with --addr HOST:PORT")
+	}
+	scheme := "https"
+	if o.proto == model.ProtoH1C {
+		scheme = "http"
+	}
+	opts := firefox.Options{Protocol: o.proto, AcceptInsecureCerts: o.insecure, DisableCache: true}
+	if cmd.Flags().Changed("timeout") {
+		if o.timeout <= 0 {
+			return Usage(fmt.Errorf("--timeout %v: want a positive duration", o.timeout), hint)
+		}
+		opts.Timeout = o.timeout
+	}
+	if o.caFile != "" {
+		if opts.CAPEM, err = os.ReadFile(o.caFile); err != nil {
+			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
+		}
+	}
+	ctx := cmd.Context()
+	var errs []error
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	for i, p := range paths {
+		opts.URL = scheme + "://" + addr + p
+		res, err := firefox.Load(ctx, opts)
+		if errors.Is(err, firefox.ErrNoFirefox) || errors.Is(err, firefox.ErrNoCertutil) {
+			return &ExitError{Code: ExitEnv, Err: err, Hint: "install Firefox and NSS's certutil (apt-get install firefox-esr libnss3-tools)"}
+		}
+		var oe *firefox.OptionError
+		if res == nil && errors.As(err, &oe) {
+			return Usage(err, hint)
+		}
+		if res != nil && res.Status >= 400 {
+			// Like the built-in client: an error page is no measurement.
+			err = errors.Join(err, fmt.Errorf("firefox %s %s: unexpected status %d", o.proto, opts.URL, res.Status))
+		}
+		if o.jsonOut {
+			var jerr error
+			if res != nil {
+				out := struct {
+					*browser.Result
+					Error string `json:"error,omitempty"`
+				}{Result: res}
+				if err != nil {
+					out.Error = err.Error()
+				}
+				jerr = enc.Encode(out)
+			} else {
+				jerr = enc.Encode(struct {
+					URL   string
+					Error string `json:"error"`
+				}{opts.URL, err.Error()})
+			}
+			if jerr != nil {
+				return jerr
+			}
+		} else {
+			if i > 0 {
+				fmt.Fprintln(env.Stdout)
+			}
+			printBrowserLoad(env.Stdout, fetchClientFirefox, o.proto, opts.URL, res, err)
 		}
 		if err != nil {
 			errs = append(errs, err)
@@ -510,16 +616,17 @@ func serverSPKI(ctx context.Context, addr, proto string, conf *tls.Config) (stri
 	return browser.SPKIHash(certs[0]), nil
 }
 
-// printChromiumLoad prints one page load of --client chromium: the
-// document's connection, the page timings and every resource with its
-// protocol (marking those that used another one than proto).
-func printChromiumLoad(w io.Writer, proto, pageURL string, res *browser.Result, err error) {
+// printBrowserLoad prints one page load of --client chromium or firefox
+// (client): the document's connection, the page timings and every
+// resource with its protocol (marking those that used another one than
+// proto).
+func printBrowserLoad(w io.Writer, client, proto, pageURL string, res *browser.Result, err error) {
 	if res == nil {
-		fmt.Fprintf(w, "chromium %s %s: failed: %v\n", proto, pageURL, err)
+		fmt.Fprintf(w, "%s %s %s: failed: %v\n", client, proto, pageURL, err)
 		return
 	}
 	n := res.Negotiated
-	fmt.Fprintf(w, "chromium %s %s (%s)", proto, res.URL, res.Version)
+	fmt.Fprintf(w, "%s %s %s (%s)", client, proto, res.URL, res.Version)
 	if res.Status != 0 {
 		fmt.Fprintf(w, ": status %d", res.Status)
 	}

@@ -93,7 +93,7 @@ func TestFetchChromiumCLIUsageErrors(t *testing.T) {
 		"--0rtt does not apply":    {"fetch", "--client", "chromium", "--proto", "h3", "--0rtt", "--insecure", u},
 		"--parallel does not":      {"fetch", "--client", "chromium", "--parallel", "4", "--insecure", u},
 		"--warm does not apply":    {"fetch", "--client", "chromium", "--warm", "--insecure", u},
-		"unknown client":           {"fetch", "--client", "firefox", u},
+		"unknown client":           {"fetch", "--client", "netscape", u},
 		"only applies to --client": {"fetch", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", u},
 		"not a base64 SHA-256":     {"fetch", "--client", "chromium", "--spki", "abc", u},
 		"--spki excludes":          {"fetch", "--client", "chromium", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", "--insecure", u},

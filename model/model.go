@@ -43,16 +43,19 @@ const (
 	ClientBuiltin    = "builtin"    // quicbench's own Go client (net/http, quic-go)
 	ClientChromium   = "chromium"   // headless Chromium driven over DevTools
 	ClientLighthouse = "lighthouse" // Lighthouse auditing the page in headless Chromium
+	ClientFirefox    = "firefox"    // headless Firefox driven over WebDriver BiDi
 	ClientAioquic    = "aioquic"    // aioquic's HTTP/3 client (Python, peers/aioquic/client.py)
 )
 
 // Clients lists every client in documentation order.
-var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse, ClientAioquic}
+var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse, ClientFirefox, ClientAioquic}
 
 // IsBrowser reports whether a client loads pages in a real browser
-// (Chromium, alone or driven by Lighthouse): it runs only page and site
+// (Chromium, alone or driven by Lighthouse, or Firefox): it runs only page and site
 // tests, speaks h1, h2 and h3, and its samples include the browser's start.
-func IsBrowser(client string) bool { return client == ClientChromium || client == ClientLighthouse }
+func IsBrowser(client string) bool {
+	return client == ClientChromium || client == ClientLighthouse || client == ClientFirefox
+}
 
 // Server names: which implementation serves a sample's requests.
 const (
@@ -129,7 +132,7 @@ type Cell struct {
 	Test           string   // latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu
 	Factors        []Factor // grid coordinates and test parameters, in plan order
 	Protocol       string   // one of Protocols
-	Client         string   // ClientBuiltin, ClientChromium, ClientLighthouse or ClientAioquic
+	Client         string   // ClientBuiltin, ClientChromium, ClientLighthouse, ClientFirefox or ClientAioquic
 	Server         string   // one of Servers; ServerQuicbench unless the plan chose another
 	CC             string   // TCP congestion control: cubic, bbr, reno
 	Metric         string   // name of the primary metric (a key of Sample.Metrics)

@@ -22,7 +22,7 @@ var builtinCounts = map[string]Counts{
 	// (handshake) + 30 x 2 x 2 (download, upload) + 100 x 2 (multiplex) +
 	// 100 x 2 (HOL) + 100 x 2 (stream) + 30 x 2 x 2 (media) + 30 x 2 (page)
 	// = 1450; x 4 = 5800.
-	"degraded-networks": {Cells: 100, Samples: 5800, Warmups: 100},
+	"degraded-networks": {Cells: 108, Samples: 6040, Warmups: 108},
 	// Study B: 48 configurations (12 grid points x 4 pages) x 3 protocols.
 	"page-load-grid": {Cells: 144, Samples: 14400, Warmups: 144},
 	// Study C: 5 cases x 4 sizes x 2 protocols, 5 repetitions.
@@ -47,7 +47,7 @@ var quickCounts = map[string]int{
 	"quick": 36, // both scenarios kept, every list single-valued but the page test's two clients
 	// baseline + bad-network; 3.4MB download capped to 1MB repeats the 5MB
 	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21.
-	"degraded-networks":   42,
+	"degraded-networks":   46,
 	"page-load-grid":      12, // 1 grid point x pages {5,50} x {4KB,128KB} x 3
 	"image-transfer":      8,  // none + loss-5 x {12KB, 1MB} x 2
 	"three-sites":         12, // first and last site x 3, for each of the two clients
@@ -233,15 +233,16 @@ func TestDegradedNetworksDesign(t *testing.T) {
 		t.Errorf("stream cell %+v", c)
 	}
 	for key, iters := range map[string]int{
-		"realistic/latency/requests=20,size=0B/h2/builtin/cubic":              100,
-		"realistic/ttfb/size=1KB/h2/builtin/cubic":                            100,
-		"loss-2/multiplex/objects=10,size=100KB/h3/builtin/cubic":             100,
-		"loss-2/multiplex/objects=4,size=1MB/h3/builtin/cubic":                100,
-		"baseline/download/size=3.4MB/h2/builtin/cubic":                       30,
-		"baseline/multiplex/objects=3,size=3.4MB/h2/builtin/cubic":            30,
-		"baseline/upload/size=5MB/h3/builtin/cubic":                           30,
-		"baseline/page/objects=20,size=25KB,connection=cold/h3/builtin/cubic": 30,
-		"baseline/handshake/mode=0rtt/h3/builtin/cubic":                       30,
+		"realistic/latency/requests=20,size=0B/h2/builtin/cubic":               100,
+		"realistic/ttfb/size=1KB/h2/builtin/cubic":                             100,
+		"loss-2/multiplex/objects=10,size=100KB/h3/builtin/cubic":              100,
+		"loss-2/multiplex/objects=4,size=1MB/h3/builtin/cubic":                 100,
+		"baseline/download/size=3.4MB/h2/builtin/cubic":                        30,
+		"baseline/multiplex/objects=3,size=3.4MB/h2/builtin/cubic":             30,
+		"baseline/upload/size=5MB/h3/builtin/cubic":                            30,
+		"baseline/page/objects=20,size=25KB,connection=cold/h3/chromium/cubic": 30,
+		"baseline/page/objects=20,size=25KB,connection=cold/h3/firefox/cubic":  30,
+		"baseline/handshake/mode=0rtt/h3/builtin/cubic":                        30,
 	} {
 		if cells[key].Iterations != iters {
 			t.Errorf("%s: %d iterations; want %d", key, cells[key].Iterations, iters)

@@ -307,7 +307,7 @@ tests:
 client: lightouse
 scenarios: [{name: a}]
 tests: [{test: page}]
-`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse, aioquic)`},
+`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse, firefox, aioquic)`},
 		{"plan-level chromium only", `
 client: chromium
 scenarios: [{name: a}]

@@ -424,6 +424,8 @@ func clientName(c string) string {
 		return "Chromium (browser start and teardown included)"
 	case model.ClientLighthouse:
 		return "Lighthouse (browser start and teardown included)"
+	case model.ClientFirefox:
+		return "Firefox (browser start and teardown included)"
 	}
 	return c
 }

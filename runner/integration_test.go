@@ -340,7 +340,9 @@ func TestStudyPlansQuick(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range mustCells(t, p) {
-				if model.IsBrowser(c.Client) {
+				if c.Client == model.ClientFirefox {
+					needFirefox(t)
+				} else if model.IsBrowser(c.Client) {
 					if _, err := exec.LookPath("chromium"); err != nil {
 						testsupport.Unavailable(t, "chromium is not installed")
 					}

@@ -89,12 +89,13 @@ func (a *agentProc) run(ctx context.Context, req workload.Request, res *workload
 	return a.ctl.Call(ctx, control.Run, req, res)
 }
 
-// browserVersion asks the agent which Chromium its browser samples run.
-func (a *agentProc) browserVersion(ctx context.Context) (string, error) {
+// browserVersion asks the agent which browser its samples of client run
+// (Chromium for chromium and lighthouse, Firefox for firefox).
+func (a *agentProc) browserVersion(ctx context.Context, client string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var v string
-	err := a.ctl.Call(ctx, control.BrowserVersion, nil, &v)
+	err := a.ctl.Call(ctx, control.BrowserVersion, client, &v)
 	return v, err
 }
 

@@ -495,35 +495,53 @@ func (r *slot) recordEnv(ctx context.Context, first bool) error {
 }
 
 // recordBrowser stores the product and version of the Chromium that takes
-// the run's browser samples (chromium and lighthouse clients), and for
-// lighthouse samples Lighthouse's and Node's versions. The agent starts
-// Chromium the same way (the same binary search, the same DevTools version
-// call), inside the client namespace, and finds Lighthouse the same way; a
-// resumed run refuses other versions than those its earlier samples were
-// taken with. When Lighthouse is not found, a run warning says so and the
-// Chromium version alone is recorded and checked.
+// the run's browser samples (chromium and lighthouse clients), for
+// lighthouse samples Lighthouse's and Node's versions, and for firefox
+// samples Firefox's ("; Firefox/153.7.0" after Chromium's, or alone). The
+// agent starts each browser the same way as for its samples (the same
+// binary search, the same version call), inside the client namespace, and
+// finds Lighthouse the same way; a resumed run refuses other versions than
+// those its earlier samples were taken with. When Lighthouse is not found,
+// a run warning says so and the browsers' versions alone are recorded and
+// checked; a browser whose version cannot be read gets a run warning too.
 func (r *slot) recordBrowser(ctx context.Context) error {
+	has := func(clients ...string) bool {
+		return slices.ContainsFunc(r.cells, func(c model.Cell) bool { return slices.Contains(clients, c.Client) })
+	}
 	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
 		return nil
 	}
-	// The agent, which runs the browser samples, reads it from the same
-	// Chromium in the client namespace.
-	v, err := r.agent.browserVersion(ctx)
-	if err != nil {
-		// The browser samples will fail with the cause; the run goes on.
-		return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the Chromium version could not be read: "+err.Error())
-	}
-	if slices.ContainsFunc(r.cells, func(c model.Cell) bool { return c.Client == model.ClientLighthouse }) {
-		if inst, err := lighthouse.Find(); err != nil {
-			// The lighthouse samples will fail with the cause; the
-			// Chromium samples go on with their browser checked.
-			if err := r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, "the lighthouse samples will fail: "+err.Error()); err != nil {
-				return err
-			}
-		} else {
-			v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
+	warn := func(msg string) error { return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, msg) }
+	var parts []string
+	if has(model.ClientChromium, model.ClientLighthouse) {
+		// The agent, which runs the browser samples, reads it from the same
+		// Chromium in the client namespace.
+		v, err := r.agent.browserVersion(ctx, model.ClientChromium)
+		if err != nil {
+			// The browser samples will fail with the cause; the run goes on.
+			return warn("the Chromium version could not be read: " + err.Error())
 		}
+		if has(model.ClientLighthouse) {
+			if inst, err := lighthouse.Find(); err != nil {
+				// The lighthouse samples will fail with the cause; the
+				// Chromium samples go on with their browser checked.
+				if err := warn("the lighthouse samples will fail: " + err.Error()); err != nil {
+					return err
+				}
+			} else {
+				v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
+			}
+		}
+		parts = append(parts, v)
 	}
+	if has(model.ClientFirefox) {
+		v, err := r.agent.browserVersion(ctx, model.ClientFirefox)
+		if err != nil {
+			return warn("the Firefox version could not be read: " + err.Error())
+		}
+		parts = append(parts, v)
+	}
+	v := strings.Join(parts, "; ")
 	old, err := r.db.RunBrowser(ctx, r.runRec.ID)
 	if err != nil {
 		return err

@@ -12,6 +12,11 @@ export DEBIAN_FRONTEND=noninteractive
 need=()
 command -v ip >/dev/null || need+=(iproute2)
 command -v chromium >/dev/null || need+=(chromium)
+# Firefox (client firefox) and NSS's certutil, which trusts the test CA in
+# each fresh Firefox profile. Debian's firefox-esr speaks WebDriver BiDi
+# itself: no geckodriver, no Node driver.
+command -v firefox-esr >/dev/null || need+=(firefox-esr)
+command -v certutil >/dev/null || need+=(libnss3-tools)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 command -v git >/dev/null || need+=(git)
 # Node.js runs Lighthouse (client lighthouse); Lighthouse 12 needs 18.16 or

@@ -149,7 +149,7 @@ func OverheadParts(client string, drain, prep bool) []OverheadPart {
 	if prep {
 		what := "connecting, priming"
 		switch client {
-		case model.ClientChromium:
+		case model.ClientChromium, model.ClientFirefox:
 			what = "browser start, priming load"
 		case model.ClientLighthouse:
 			what = "browser start"

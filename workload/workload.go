@@ -45,7 +45,7 @@ type Target struct {
 type Request struct {
 	Test     string      `json:"test"`
 	Protocol string      `json:"protocol"`
-	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium, model.ClientLighthouse or model.ClientAioquic
+	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium, model.ClientLighthouse, model.ClientFirefox or model.ClientAioquic
 	Params   plan.Params `json:"params"` // the cell's test parameters, decoded by the runner (plan.StoredCellParams) and checked by Execute
 	CC       string      `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
@@ -86,7 +86,7 @@ type Result struct {
 }
 
 // BrowserLoader loads a page in a real browser. The agent sets it when
-// Chromium is available; Execute fails client=chromium samples without it.
+// a browser is available; Execute fails a browser client's samples without it.
 type BrowserLoader func(ctx context.Context, req Request, url string) (*Result, error)
 
 // PeerFetch runs the requests of spec with another HTTP client than the
@@ -111,6 +111,8 @@ type Executor struct {
 	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
 	// the page in a browser of its own.
 	Lighthouse BrowserLoader
+	// Firefox takes the client=firefox samples.
+	Firefox BrowserLoader
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -344,8 +346,11 @@ func fetchBytes(ctx context.Context, spec endpoint.FetchSpec, size int64) (*endp
 
 func (e *Executor) browserSample(ctx context.Context, req Request, r run) (*Result, error) {
 	load := e.Browser
-	if req.Client == model.ClientLighthouse {
+	switch req.Client {
+	case model.ClientLighthouse:
 		load = e.Lighthouse
+	case model.ClientFirefox:
+		load = e.Firefox
 	}
 	if load == nil {
 		return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)

@@ -45,9 +45,10 @@ const (
 	Quit Op = "quit"
 	// Run runs one test in the agent: workload.Request -> workload.Result.
 	Run Op = "run"
-	// BrowserVersion asks the agent which Chromium its browser samples
-	// run, by starting it once in the agent's namespace: nothing -> the
-	// browser's product, e.g. "Chrome/156.0.8078.79".
+	// BrowserVersion asks the agent which browser its samples of a client
+	// run, by starting it once in the agent's namespace: the client
+	// ("firefox", or anything else for Chromium) -> the browser's product,
+	// e.g. "Chrome/156.0.8078.79" or "Firefox/153.7.0".
 	BrowserVersion Op = "browser-version"
 	// Listen starts calibrate's bulk servers, the bulk server's first
 	// request: its configuration -> their addresses and CA certificate.
