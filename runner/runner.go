@@ -415,6 +415,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.prepareSites(); err != nil {
 		return err
 	}
+	if err := r.checkPeers(ctx); err != nil {
+		return err
+	}
 	t, err := r.newSlot(ctx, 0)
 	if err != nil {
 		return err

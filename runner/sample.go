@@ -48,7 +48,7 @@ func (r *slot) startEndpoints(ctx context.Context, impl, cc string) error {
 		return fmt.Errorf("server: asked for the %s server, got %q", impl, srv.info.Impl)
 	}
 	if impl != model.ServerQuicbench {
-		if err := r.db.SetRunPeer(context.WithoutCancel(ctx), r.runRec.ID, impl, srv.info.Version); err != nil {
+		if err := r.db.SetRunPeer(context.WithoutCancel(ctx), r.runRec.ID, impl+" server", srv.info.Version); err != nil {
 			srv.close()
 			return fmt.Errorf("store the %s server's version: %w", impl, err)
 		}

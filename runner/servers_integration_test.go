@@ -2,6 +2,8 @@ package runner_test
 
 import (
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/runner"
 )
 
 // A plan crossing quicbench's server with aioquic and Caddy: every cell is
@@ -89,7 +92,7 @@ tests:
 			t.Errorf("%s: no server-side transport statistics from aioquic", c.Key)
 		}
 	}
-	if !strings.HasPrefix(ds.Run.Env.Peers[model.ServerAioquic], "aioquic 1.") || !strings.Contains(ds.Run.Env.Peers[model.ServerCaddy], "2.") {
+	if !strings.HasPrefix(ds.Run.Env.Peers["aioquic server"], "aioquic 1.") || !strings.Contains(ds.Run.Env.Peers["caddy server"], "2.") {
 		t.Errorf("peer versions %v", ds.Run.Env.Peers)
 	}
 }
@@ -101,4 +104,19 @@ func hasServerStats(s model.Sample) bool {
 		}
 	}
 	return false
+}
+
+// A plan that needs a peer this machine lacks stops before any testbed is
+// built, saying which peer and where to look.
+func TestMissingPeerStopsAtOnce(t *testing.T) {
+	t.Setenv(peers.AioquicEnvVar, filepath.Join(t.TempDir(), "no-python"))
+	p, err := plan.Parse("p.yaml", []byte("name: p\nserver: aioquic\nprotocols: [h3]\nscenarios:\n  - name: s\ntests:\n  - test: ttfb\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	_, err = runner.Run(context.Background(), runner.Options{Plan: p, DB: filepath.Join(t.TempDir(), "p.db"), Exe: exe, Progress: io.Discard, Log: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "the plan runs aioquic") || !strings.Contains(err.Error(), "quicbench doctor") {
+		t.Fatalf("error %v, want one naming aioquic and doctor", err)
+	}
 }
