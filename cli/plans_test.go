@@ -189,7 +189,7 @@ func TestPlansValidate(t *testing.T) {
 		t.Errorf("validate --parallel 0: exit %d, stderr %q", code, errs)
 	}
 	code, out, _ = runCLI(t, "plans", "validate", "--quick", "degraded-networks")
-	if code != ExitOK || !strings.Contains(out, `plan "degraded-networks-quick", 2 scenarios, 42 cells, 84 samples (84 counted + 0 warm-up)`) ||
+	if code != ExitOK || !strings.Contains(out, `plan "degraded-networks-quick", 2 scenarios, 46 cells, 92 samples (92 counted + 0 warm-up)`) ||
 		!strings.Contains(out, "note: quick: tests[8] (download) dropped") {
 		t.Errorf("exit %d, stdout %q", code, out)
 	}

@@ -25,6 +25,12 @@ var builtinCounts = map[string]Counts{
 	"degraded-networks": {Cells: 108, Samples: 6040, Warmups: 108},
 	// Study B: 48 configurations (12 grid points x 4 pages) x 3 protocols.
 	"page-load-grid": {Cells: 144, Samples: 14400, Warmups: 144},
+	// Per scenario: ttfb and download, each by the built-in client (h2, h3
+	// from quicbench and Caddy; h3 from aioquic) and aioquic's client (h3
+	// from the three servers) = 8 cells each; page by the built-in client,
+	// Chromium and Firefox, 5 cells each = 15. (8 + 8 + 15) x 3 = 93 cells.
+	// Counted: 24 x 10 + 24 x 8 + 15 x 8 + 30 x 4 = 672.
+	"implementations": {Cells: 93, Samples: 672, Warmups: 93},
 	// Study C: 5 cases x 4 sizes x 2 protocols, 5 repetitions.
 	"image-transfer": {Cells: 40, Samples: 200, Warmups: 40},
 	// Study D: 3 sites x 3 protocols, 30 loads in Chromium and 10
@@ -44,7 +50,8 @@ var builtinCounts = map[string]Counts{
 
 // Quick variants: 2 iterations, no warm-up.
 var quickCounts = map[string]int{
-	"quick": 36, // both scenarios kept, every list single-valued but the page test's two clients
+	"implementations": 62, // two of the three scenarios
+	"quick":           36, // both scenarios kept, every list single-valued but the page test's two clients
 	// baseline + bad-network; 3.4MB download capped to 1MB repeats the 5MB
 	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21.
 	"degraded-networks":   46,
@@ -176,10 +183,19 @@ func TestBuiltinKeys(t *testing.T) {
 			}
 			seen[c.Key] = true
 			parts := strings.Split(c.Key, "/")
+			if c.Server != model.ServerQuicbench {
+				if parts[len(parts)-1] != c.Server {
+					t.Errorf("%s: key %s does not end in its server %s", name, c.Key, c.Server)
+				}
+				parts = parts[:len(parts)-1]
+			}
 			if len(parts) < 6 || parts[len(parts)-3] != c.Protocol || parts[len(parts)-2] != c.Client || parts[len(parts)-1] != c.CC {
 				t.Errorf("%s: key %s does not end in protocol/client/cc", name, c.Key)
 			}
 			group := strings.Join(append(append([]string(nil), parts[:len(parts)-3]...), parts[len(parts)-2:]...), "/")
+			if c.Server != model.ServerQuicbench {
+				group += "/" + c.Server
+			}
 			if c.Group != group {
 				t.Errorf("%s: group %q of %s; want %q", name, c.Group, c.Key, group)
 			}
@@ -204,7 +220,7 @@ func TestBuiltinsList(t *testing.T) {
 		}
 	}
 	_, err := Builtin("degraded-network")
-	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, parallel-check)` {
+	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, parallel-check)` {
 		t.Errorf("Builtin(typo) error = %v", err)
 	}
 }
