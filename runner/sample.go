@@ -30,6 +30,11 @@ const (
 // startEndpoints starts the server (with congestion control cc on its
 // sockets) and, when none runs, the client agent.
 func (r *slot) startEndpoints(ctx context.Context, cc string) error {
+	// The testbed's routes give cc to every TCP connection across the
+	// link, the server's and the client's, whatever their sockets ask for.
+	if err := r.tb.SetCC(cc); err != nil {
+		return fmt.Errorf("testbed congestion control: %w", err)
+	}
 	args, err := r.serverArgs(cc)
 	if err != nil {
 		return err
@@ -165,13 +170,15 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	w.start = time.Now()
 	r.conc.begin(r.id)
 
+	ccw := watchCC(r.tb)
 	res, serverSeries, err := r.callAgent(ctx, req)
 	s.Concurrency = r.conc.end(r.id)
+	w.end = time.Now()
+	seen, ccErr := ccw.finish()
 	if err != nil {
 		return nil, err
 	}
 
-	w.end = time.Now()
 	// The server's view of the connections (the sender's, for downloads).
 	// Waiting for it also lets every connection of this sample finish its
 	// close before the link is reset for the next one.
@@ -193,6 +200,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Transport[i].Side = "client"
 	}
 	s.Transport = append(s.Transport, serverStats...)
+	recordCC(c, s, seen, ccErr)
 	s.Timelines = append(res.Timelines, serverSeries...)
 	s.Resources = res.Resources
 	s.Wall = res.Wall
