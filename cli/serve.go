@@ -60,6 +60,7 @@ It exits at the end of stdin. This is how quicbench run drives it.`,
   quicbench fetch --proto h3 --ca ca.pem https://127.0.0.1:4433/bytes/10MB`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cc = ccFlag(env, cmd, cc)
 			cfg := endpoint.ServerConfig{
 				Host: host, Port: port, PlainPort: plainPort, Names: names,
 				FilesDir: filesDir, QlogDir: qlogDir, CongestionControl: cc, NoQUICEvents: noEvents,
@@ -151,7 +152,7 @@ It exits at the end of stdin. This is how quicbench run drives it.`,
 	f.StringArrayVar(&sites, "site", nil, "serve directory DIR as /site/NAME/ (NAME=DIR, repeatable)")
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")
-	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: the system's)")
+	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: $QUICBENCH_CC, set by testbed exec; else the system's)")
 	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
