@@ -86,7 +86,7 @@ func TestTestbedCC(t *testing.T) {
 		for {
 			var socks []sockdiag.Socket
 			netns.InNamespace(int(nsf.Fd()), func() (err error) {
-				socks, err = sockdiag.Dump(sockdiag.Connected)
+				socks, err = sockdiag.Dump(sockdiag.IPv4, sockdiag.Connected)
 				return err
 			})
 			for _, s := range socks {
@@ -150,7 +150,7 @@ func TestTestbedCC(t *testing.T) {
 func TestCCFlag(t *testing.T) {
 	for _, c := range []struct {
 		env, args, want string
-		note           bool
+		note            bool
 	}{
 		{"", "", "", false},
 		{"cubic", "", "cubic", false},

@@ -3,6 +3,7 @@ package netns
 import (
 	"net"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -84,5 +85,42 @@ func TestLinkCC(t *testing.T) {
 	}
 	if err := tb.SetCC("vegas"); err == nil {
 		t.Error("SetCC(vegas) succeeded")
+	}
+}
+
+// TestOwnEhash checks that a testbed's namespaces have TCP socket hash
+// tables of their own (cheap socket listings), that the sysctls the kernel
+// derives from the table's size keep the host's values, and that the host's
+// setting is untouched.
+func TestOwnEhash(t *testing.T) {
+	requireRoot(t)
+	hostChild, err := readSysctl("net.ipv4.tcp_child_ehash_entries")
+	if err != nil {
+		t.Skipf("kernel without per-namespace TCP hash tables: %v", err)
+	}
+	host := map[string]string{}
+	for _, k := range ehashDerived {
+		if host[k], err = readSysctl(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tb := newTestbed(t, Config{})
+	for _, s := range []Side{Client, Server} {
+		if err := tb.Do(s, func() error {
+			if v, err := readSysctl("net.ipv4.tcp_ehash_entries"); err != nil || v != strconv.Itoa(childEhashEntries) {
+				t.Errorf("%s: tcp_ehash_entries = %q (%v), want its own %d", s, v, err, childEhashEntries)
+			}
+			for k, want := range host {
+				if v, _ := readSysctl(k); v != want {
+					t.Errorf("%s: %s = %q, want the host's %q", s, k, v, want)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, _ := readSysctl("net.ipv4.tcp_child_ehash_entries"); v != hostChild {
+		t.Errorf("host tcp_child_ehash_entries changed from %q to %q", hostChild, v)
 	}
 }

@@ -98,7 +98,9 @@ func TestWatchCC(t *testing.T) {
 			defer c.Close()
 			if switchTo != "" {
 				rc, _ := c.(*net.TCPConn).SyscallConn()
-				rc.Control(func(fd uintptr) { err = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, switchTo) })
+				rc.Control(func(fd uintptr) {
+					err = unix.SetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION, switchTo)
+				})
 				if err != nil {
 					served <- err
 					return

@@ -189,7 +189,7 @@ func TestLoopback(t *testing.T) {
 	if s.CC != def {
 		t.Errorf("accepted socket runs %q, want the namespace default %q", s.CC, def)
 	}
-	all, err := Dump(Connected)
+	all, err := Dump(AnyFamily, Connected)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestLoopback(t *testing.T) {
 		t.Errorf("dump found %d of the connection's 2 sockets", found)
 	}
 	// The listener is found with its own state.
-	lst, err := Dump(1 << Listen)
+	lst, err := Dump(IPv4, 1<<Listen)
 	if err != nil {
 		t.Fatal(err)
 	}
