@@ -64,11 +64,11 @@ quicbench testbed exec server --name NAME -- CMD.`,
 			return testbedError(err)
 		}
 		defer tb.Close()
-		vars := append(os.Environ(), testbedEnv(tb.Name(), tb.Addr(netns.Client).String(), tb.Addr(netns.Server).String())...)
+		vars := append(os.Environ(), testbedEnv(tb.Name(), tb.Addr(netns.Client).String(), tb.Addr(netns.Server).String(), tb.CC())...)
 		fmt.Fprintf(env.Stderr, "quicbench emulate: server address %s (client %s), up %q, down %q, seed %d; testbed %q\n",
 			tb.Addr(netns.Server), tb.Addr(netns.Client), up.String(), down.String(), lf.Seed, tb.Name())
 		if hint := tb.RestrictedCCHint(); hint != "" {
-			fmt.Fprintf(env.Stderr, "warning: %s\n", hint)
+			fmt.Fprintf(env.Stderr, "quicbench emulate: TCP congestion control %s: %s\n", tb.CC(), hint)
 		}
 		// The server command and CMD share standard error.
 		cenv := *env

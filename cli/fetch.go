@@ -95,6 +95,7 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 			if keyLog == "" {
 				keyLog = os.Getenv("SSLKEYLOGFILE") // as curl and browsers do
 			}
+			spec.CongestionControl = ccFlag(env, cmd, spec.CongestionControl)
 			switch client {
 			case fetchClientBuiltin:
 				if spki != "" {
@@ -212,7 +213,7 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 	f.DurationVar(&spec.FirstByteTimeout, "first-byte-timeout", endpoint.DefaultFirstByteTimeout, "limit from request sent to first response byte")
 	f.DurationVar(&spec.IdleTimeout, "idle-timeout", endpoint.DefaultIdleTimeout, "limit without progress while sending or receiving a body")
 	f.DurationVar(&spec.Timeout, "timeout", endpoint.DefaultTimeout, "limit for the whole fetch (chromium: for each page load, default "+browser.DefaultTimeout.String()+")")
-	f.StringVar(&spec.CongestionControl, "cc", "", "TCP congestion control of the client's sockets (default: the system's)")
+	f.StringVar(&spec.CongestionControl, "cc", "", "TCP congestion control of the client's sockets (default: $QUICBENCH_CC, set by testbed exec; else the system's)")
 	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; default: $SSLKEYLOGFILE; chromium: its --ssl-key-log-file)")
 	f.StringVar(&spec.QlogDir, "qlog", "", "write a qlog file per QUIC connection into this directory")
 	f.BoolVar(&spec.NoQUICEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (QUIC PTO, congestion-event and congestion-state counts are then not measured: stored as -1, shown as missing)")

@@ -69,6 +69,7 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
   quicbench serve --impl caddy --host 127.0.0.1 --ca-out ca.pem --path /bytes/10000000 --path /page/10/100KB --site demo=./site`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			cc = ccFlag(env, cmd, cc)
 			cfg := endpoint.ServerConfig{
 				Host: host, Port: port, PlainPort: plainPort, Names: names,
 				FilesDir: filesDir, QlogDir: qlogDir, CongestionControl: cc, NoQUICEvents: noEvents,
@@ -166,7 +167,7 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 	f.StringArrayVar(&sites, "site", nil, "serve directory DIR as /site/NAME/ (NAME=DIR, repeatable)")
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")
-	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: the system's)")
+	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: $QUICBENCH_CC, set by testbed exec; else the system's)")
 	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
 	f.StringVar(&impl, "impl", peers.Quicbench, "server implementation: "+strings.Join(peers.Impls, ", ")+" (docs/peers.md)")
 	f.StringArrayVar(&paths, "path", nil, "with --impl caddy: a URL path to write to disk before Caddy starts, /bytes/N or /page/N/S (repeatable)")

@@ -44,27 +44,34 @@ testbed down, Ctrl-C or SIGTERM removes it.`,
 
 // testbedJSON is what testbed up and list print with --json.
 type testbedJSON struct {
-	Event      string            `json:"event,omitempty"` // "up" or "down" (testbed up)
-	Name       string            `json:"name"`
-	PID        int               `json:"pid,omitempty"`
-	Alive      *bool             `json:"alive,omitempty"`
-	ClientNS   string            `json:"client_ns"`
-	ServerNS   string            `json:"server_ns"`
-	ClientAddr string            `json:"client_addr"`
-	ServerAddr string            `json:"server_addr"`
-	Up         string            `json:"up"`
-	Down       string            `json:"down"`
-	Seed       uint64            `json:"seed"`
-	CC         string            `json:"cc"`
-	DefaultCC  string            `json:"default_cc,omitempty"`
-	Sysctls    map[string]string `json:"sysctls,omitempty"`
-	UpCount    *emu.Counters     `json:"up_counters,omitempty"`
-	DownCount  *emu.Counters     `json:"down_counters,omitempty"`
+	Event      string `json:"event,omitempty"` // "up" or "down" (testbed up)
+	Name       string `json:"name"`
+	PID        int    `json:"pid,omitempty"`
+	Alive      *bool  `json:"alive,omitempty"`
+	ClientNS   string `json:"client_ns"`
+	ServerNS   string `json:"server_ns"`
+	ClientAddr string `json:"client_addr"`
+	ServerAddr string `json:"server_addr"`
+	Up         string `json:"up"`
+	Down       string `json:"down"`
+	Seed       uint64 `json:"seed"`
+	CC         string `json:"cc"`
+	DefaultCC  string `json:"default_cc,omitempty"`
+	// CCIsDefault says whether CC could be made the namespaces' default
+	// (the host allows it); CCNote says, for a user, what TCP sockets in
+	// the namespaces get (ccNote).
+	CCIsDefault *bool             `json:"cc_is_default,omitempty"`
+	CCNote      string            `json:"cc_note,omitempty"`
+	Sysctls     map[string]string `json:"sysctls,omitempty"`
+	UpCount     *emu.Counters     `json:"up_counters,omitempty"`
+	DownCount   *emu.Counters     `json:"down_counters,omitempty"`
 }
 
 func tbJSON(tb *netns.Testbed) testbedJSON {
 	up, down, seed := tb.Links()
+	isDefault := tb.CC() == tb.DefaultCC()
 	return testbedJSON{
+		CCIsDefault: &isDefault, CCNote: ccNote(tb),
 		Name: tb.Name(), PID: os.Getpid(),
 		ClientNS: tb.NSName(netns.Client), ServerNS: tb.NSName(netns.Server),
 		ClientAddr: tb.Addr(netns.Client).String(), ServerAddr: tb.Addr(netns.Server).String(),
@@ -114,9 +121,7 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 		} else {
 			printTestbed(env.Stdout, tb)
 		}
-		if hint := tb.RestrictedCCHint(); hint != "" {
-			fmt.Fprintf(env.Stderr, "warning: %s\n", hint)
-		}
+		fmt.Fprintf(env.Stderr, "quicbench testbed: %s\n", ccNote(tb))
 		<-ctx.Done()
 		upC, downC := tb.Counters()
 		if err := tb.Close(); err != nil {
@@ -124,7 +129,7 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 		}
 		if asJSON {
 			j := tbJSON(tb)
-			j.Event, j.UpCount, j.DownCount, j.Sysctls = "down", &upC, &downC, nil
+			j.Event, j.UpCount, j.DownCount, j.Sysctls, j.CCIsDefault, j.CCNote = "down", &upC, &downC, nil, nil, ""
 			writeJSONLine(env.Stdout, j)
 		} else {
 			fmt.Fprintf(env.Stdout, "testbed %q removed\n  up   %s\n  down %s\n", tb.Name(), counterLine(upC), counterLine(downC))
@@ -147,7 +152,7 @@ func printTestbed(w io.Writer, tb *netns.Testbed) {
 	fmt.Fprintf(tw, "  server\tnamespace %s\taddress %s\n", tb.NSName(netns.Server), tb.Addr(netns.Server))
 	tw.Flush()
 	fmt.Fprintf(w, "  up   (client->server): %s\n  down (server->client): %s\n", up.String(), down.String())
-	fmt.Fprintf(w, "  seed %d, TCP congestion control %s\n", seed, tb.CC())
+	fmt.Fprintf(w, "  seed %d, TCP congestion control %s across the link (namespace default %s)\n", seed, tb.CC(), tb.DefaultCC())
 	if p, ok := tb.Pinning(); ok {
 		fmt.Fprintf(w, "  pinned: emulator on CPU %s; run the server under taskset -c %s, the client under taskset -c %s\n",
 			cpuListString(p.Emulator), cpuListString(p.Server), cpuListString(p.Client))
@@ -227,15 +232,51 @@ func newTestbedExecCmd(env *Env) *cobra.Command {
 				Hint: "remove what it left with: quicbench cleanup"}
 		}
 		c := info.Command(cmd.Context(), side, args[1], args[2:]...)
-		c.Env = append(os.Environ(), testbedEnv(info.Name, info.ClientAddr.String(), info.ServerAddr.String())...)
+		c.Env = append(os.Environ(), testbedEnv(info.Name, info.ClientAddr.String(), info.ServerAddr.String(), info.CC)...)
 		return runChild(env, args[1], c)
 	}
 	return cmd
 }
 
-// testbedEnv are the variables commands in a testbed get.
-func testbedEnv(name, client, server string) []string {
-	return []string{"QUICBENCH_TESTBED=" + name, "QUICBENCH_CLIENT_ADDR=" + client, "QUICBENCH_SERVER_ADDR=" + server}
+// testbedEnv are the variables commands in a testbed get; cc is the
+// testbed's congestion control (ccEnv).
+func testbedEnv(name, client, server, cc string) []string {
+	return []string{"QUICBENCH_TESTBED=" + name, "QUICBENCH_CLIENT_ADDR=" + client, "QUICBENCH_SERVER_ADDR=" + server, ccEnv + "=" + cc}
+}
+
+// ccEnv is the variable through which testbed exec and emulate tell the
+// commands they run the testbed's TCP congestion control; quicbench serve
+// and fetch take it as the default of --cc.
+const ccEnv = "QUICBENCH_CC"
+
+// ccFlag returns the congestion control a command's sockets should ask
+// for: --cc when given, else $QUICBENCH_CC (set inside a testbed), else ""
+// (the system's). A --cc that differs from the testbed's gets a note on
+// stderr: the testbed's routes override it on connections across the link.
+func ccFlag(env *Env, cmd *cobra.Command, cc string) string {
+	var tbCC string
+	if env.Getenv != nil {
+		tbCC = env.Getenv(ccEnv)
+	}
+	if !cmd.Flags().Changed("cc") {
+		return tbCC
+	}
+	if tbCC != "" && cc != tbCC {
+		fmt.Fprintf(env.Stderr, "note: --cc %s: this testbed's routes give every TCP connection across its link %s (%s), whatever a socket asks for; %s applies only to connections inside the namespace\n",
+			cc, tbCC, ccEnv, cc)
+	}
+	return cc
+}
+
+// ccNote says what congestion control the TCP sockets in tb's namespaces
+// get: the testbed's on every connection across the link, and whether the
+// namespaces could default to it.
+func ccNote(tb *netns.Testbed) string {
+	if hint := tb.RestrictedCCHint(); hint != "" {
+		return "TCP congestion control " + tb.CC() + ": " + hint
+	}
+	return fmt.Sprintf("TCP congestion control %s: the namespaces' default, and carried by the testbed's routes, so every TCP connection between the client and the server namespace runs %s, even one whose program asks for another algorithm",
+		tb.CC(), tb.CC())
 }
 
 // runChild runs c (program name) with the command's standard I/O, asks it
@@ -299,7 +340,7 @@ func newTestbedListCmd(env *Env) *cobra.Command {
 			for _, i := range infos {
 				alive := i.Alive()
 				out = append(out, testbedJSON{Name: i.Name, PID: i.PID, Alive: &alive, ClientNS: i.ClientNS, ServerNS: i.ServerNS,
-					ClientAddr: i.ClientAddr.String(), ServerAddr: i.ServerAddr.String(), Up: i.Up, Down: i.Down, Seed: i.Seed, CC: i.CC})
+					ClientAddr: i.ClientAddr.String(), ServerAddr: i.ServerAddr.String(), Up: i.Up, Down: i.Down, Seed: i.Seed, CC: i.CC, DefaultCC: i.DefaultCC})
 			}
 			writeJSONLine(env.Stdout, out)
 			return nil

@@ -35,6 +35,12 @@ func tcpStats(c *net.TCPConn) (model.TransportStats, error) {
 	return tcpInfoStats(info, cc), nil
 }
 
+// TCPInfoStats maps the kernel's tcp_info of a socket running congestion
+// control cc to TransportStats (see docs/metrics.md for each field). The
+// runner uses it for the sockets of peers that do not report their own,
+// as socket diagnostics (internal/sockdiag) read them.
+func TCPInfoStats(info *unix.TCPInfo, cc string) model.TransportStats { return tcpInfoStats(info, cc) }
+
 // tcpInfoStats maps the kernel's tcp_info to TransportStats (see
 // docs/metrics.md for each field).
 func tcpInfoStats(info *unix.TCPInfo, cc string) model.TransportStats {

@@ -169,7 +169,7 @@ type Negotiated struct {
 type TransportStats struct {
 	Kind               string  // "tcp" or "quic"
 	Side               string  // whose view: "client" or "server" (the sender of a download); "" = client
-	CongestionAlgo     string  // "cubic", "bbr", "reno" (TCP) / quic-go's ("cubic"/"reno")
+	CongestionAlgo     string  // TCP: the socket's algorithm as the kernel reports it ("cubic", "bbr", "reno") / QUIC: the implementation's (quic-go: "reno")
 	SmoothedRTTms      float64 // TCP tcpi_rtt / QUIC smoothed_rtt
 	RTTVarms           float64 // TCP tcpi_rttvar / QUIC rtt variance
 	MinRTTms           float64 // TCP tcpi_min_rtt / QUIC min_rtt

@@ -19,15 +19,17 @@ func CCControl(cc string) func(network, address string, c syscall.RawConn) error
 	return sockopt.CongestionControl(cc)
 }
 
-// RestrictedCCHint explains, for a user, why the namespaces default to
-// DefaultCC instead of CC, or returns "" when they match.
+// RestrictedCCHint explains, for a user, that the namespaces default to
+// DefaultCC instead of CC and what that means, or returns "" when they
+// match.
 func (t *Testbed) RestrictedCCHint() string {
-	if t.defaultCC == t.cc {
+	cc, def := t.CC(), t.DefaultCC()
+	if def == cc {
 		return ""
 	}
 	allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-	return fmt.Sprintf("the host lets network namespaces default only to %q (net.ipv4.tcp_allowed_congestion_control), so "+
-		"new TCP sockets in the testbed use %s unless they select %s themselves (quicbench's endpoints do; e.g. iperf3 -C %s). "+
-		"To make %s the namespace default, allow it host-wide: sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\"",
-		strings.TrimSpace(string(allowed)), t.defaultCC, t.cc, t.cc, t.cc, strings.TrimSpace(string(allowed)), t.cc)
+	return fmt.Sprintf("the host lets network namespaces default only to %q (net.ipv4.tcp_allowed_congestion_control), so the namespaces' default stays %s; "+
+		"the testbed's routes carry %s (ip route ... congctl %s), so every TCP connection between the client and the server namespace runs %s "+
+		"whatever its program asks for; only connections inside one namespace (loopback) get %s",
+		strings.TrimSpace(string(allowed)), def, cc, cc, cc, def)
 }

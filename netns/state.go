@@ -34,7 +34,8 @@ type Info struct {
 	Up         string     `json:"up"`   // link spec client->server
 	Down       string     `json:"down"` // link spec server->client
 	Seed       uint64     `json:"seed"`
-	CC         string     `json:"cc"`
+	CC         string     `json:"cc"`                   // every TCP connection across the link runs it (route congctl)
+	DefaultCC  string     `json:"default_cc,omitempty"` // the namespaces' default, for TCP sockets that stay inside one
 	Started    time.Time  `json:"started"`
 }
 
@@ -82,7 +83,7 @@ func (t *Testbed) persist() error {
 		Name: t.name, PID: os.Getpid(),
 		ClientNS: t.NSName(Client), ServerNS: t.NSName(Server),
 		ClientAddr: t.Addr(Client), ServerAddr: t.Addr(Server), Subnet: t.subnet,
-		Up: up.String(), Down: down.String(), Seed: seed, CC: t.cc, Started: time.Now().UTC(),
+		Up: up.String(), Down: down.String(), Seed: seed, CC: t.cc, DefaultCC: t.defaultCC, Started: time.Now().UTC(),
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
@@ -101,7 +102,8 @@ func (t *Testbed) persist() error {
 	return nil
 }
 
-// updateState rewrites the link fields of a persistent testbed's state.
+// updateState rewrites the link and congestion control fields of a
+// persistent testbed's state.
 func (t *Testbed) updateState() error {
 	if t.state == "" {
 		return nil
@@ -111,6 +113,7 @@ func (t *Testbed) updateState() error {
 		return err
 	}
 	info.Up, info.Down, info.Seed = t.up.String(), t.down.String(), t.seed
+	info.CC, info.DefaultCC = t.cc, t.defaultCC
 	b, err := json.MarshalIndent(info, "", "  ")
 	if err != nil {
 		return err

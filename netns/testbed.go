@@ -94,8 +94,12 @@ type Config struct {
 	// same per-packet decisions. The up pipeline is built with Seed, the
 	// down one with Seed^0x9e3779b97f4a7c15 (an independent stream).
 	Seed uint64
-	// CC is the TCP congestion control of both namespaces: "cubic" (the
-	// default when empty), "bbr" or "reno".
+	// CC is the TCP congestion control of every TCP connection between
+	// the namespaces: "cubic" (the default when empty), "bbr" or "reno".
+	// The testbed sets it on the route to the other namespace (congctl),
+	// which the kernel applies to each connection over that route whatever
+	// the socket or the namespace default asked for, and also tries to make
+	// it the namespaces' default (see DefaultCC).
 	CC string
 	// Persist bind-mounts the namespaces under /run/netns and writes a
 	// state file under /run/quicbench, so that other processes can enter
@@ -137,7 +141,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 type Testbed struct {
 	name      string // Config.Name or the generated run id
 	subnet    int    // N in 10.N.1.0/24 and 10.N.2.0/24
-	cc        string // requested congestion control
+	cc        string // congestion control on the routes across the link
 	defaultCC string // the namespaces' default congestion control as applied
 	ns        [2]*os.File
 	nsIno     [2]uint64
@@ -312,7 +316,10 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 			if flags == 0 {
 				txqlen = 4000
 			}
-			return rtnl.Configure(DeviceName, MTU, txqlen, local, peer.Masked())
+			if err := rtnl.Configure(DeviceName, MTU, txqlen, local, peer.Masked()); err != nil {
+				return err
+			}
+			return rtnl.RouteCC(peer.Masked(), DeviceName, t.cc)
 		})
 		if err != nil {
 			return fmt.Errorf("%s namespace %s: %w", s, t.NSName(s), err)
@@ -379,18 +386,9 @@ func (t *Testbed) applySysctls(bufMax int) (map[string]string, error) {
 		}
 		out[w[0]] = v
 	}
-	// Outside the initial namespace the kernel only lets a namespace
-	// default to the algorithms listed in the host-global
-	// net.ipv4.tcp_allowed_congestion_control; quicbench never changes that,
-	// so a restricted choice applies per socket only (see CCControl).
-	v, err := writeSysctl(sysCC, t.cc)
+	v, err := setDefaultCC(t.cc)
 	if err != nil {
-		if !errors.Is(err, unix.EPERM) {
-			return nil, err
-		}
-		if v, err = readSysctl(sysCC); err != nil {
-			return nil, err
-		}
+		return nil, err
 	}
 	out[sysCC] = v
 	t.defaultCC = v
@@ -400,6 +398,57 @@ func (t *Testbed) applySysctls(bufMax int) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// setDefaultCC makes cc the calling thread's namespace's default
+// congestion control where the host allows it, and returns the default in
+// force. Outside the initial namespace the kernel only lets a namespace
+// default to the algorithms listed in the host-global
+// net.ipv4.tcp_allowed_congestion_control; quicbench never changes that,
+// so a restricted choice keeps the inherited default (the routes across the
+// link carry cc all the same).
+func setDefaultCC(cc string) (string, error) {
+	v, err := writeSysctl(sysCC, cc)
+	if err == nil {
+		return v, nil
+	}
+	if !errors.Is(err, unix.EPERM) {
+		return "", err
+	}
+	return readSysctl(sysCC)
+}
+
+// SetCC switches the testbed to congestion control cc (as Config.CC):
+// the routes across the link carry it, and the namespaces default to it
+// where the host allows. Connections already open keep theirs; new ones
+// get cc. On error the testbed may be left half switched; CC reports what
+// the routes were last successfully given.
+func (t *Testbed) SetCC(cc string) error {
+	if err := checkCC(cc); err != nil {
+		return &configError{err}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return errors.New("testbed is closed")
+	}
+	var def string
+	for _, s := range []Side{Client, Server} {
+		err := InNamespace(int(t.ns[s].Fd()), func() error {
+			if err := rtnl.RouteCC(t.prefix(1-s).Masked(), DeviceName, cc); err != nil {
+				return err
+			}
+			var err error
+			def, err = setDefaultCC(cc)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("%s namespace: %w", s, err)
+		}
+	}
+	t.cc, t.defaultCC = cc, def
+	t.sysctls[sysCC] = def
+	return t.updateState()
 }
 
 // prefix is the address and prefix length of side s.
@@ -430,15 +479,28 @@ func (t *Testbed) NSName(s Side) string {
 	return Prefix + t.name + "-s"
 }
 
-// CC is the TCP congestion control asked for (Config.CC, or "cubic").
-func (t *Testbed) CC() string { return t.cc }
+// CC is the TCP congestion control of every TCP connection between the
+// namespaces (Config.CC, or "cubic"; SetCC changes it): the routes across
+// the link carry it, so the kernel gives it to each such connection, even
+// one whose program selected another algorithm on its socket.
+func (t *Testbed) CC() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cc
+}
 
-// DefaultCC is the congestion control new TCP sockets get in both
-// namespaces. It differs from CC when the host restricts which algorithms a
+// DefaultCC is the namespaces' default congestion control
+// (net.ipv4.tcp_congestion_control): what a TCP socket gets until it
+// connects, and keeps when its connection stays inside one namespace
+// (loopback). It differs from CC when the host restricts which algorithms a
 // namespace may default to (net.ipv4.tcp_allowed_congestion_control, a
-// host-global setting quicbench does not change); then programs must select
-// CC per socket (CCControl; iperf3 -C), and RestrictedCCHint explains it.
-func (t *Testbed) DefaultCC() string { return t.defaultCC }
+// host-global setting quicbench does not change); RestrictedCCHint then
+// explains it. Connections across the link get CC either way.
+func (t *Testbed) DefaultCC() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.defaultCC
+}
 
 // Links returns the current link specs and seed.
 func (t *Testbed) Links() (up, down spec.Link, seed uint64) {

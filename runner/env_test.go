@@ -36,10 +36,10 @@ func TestMergeSysctls(t *testing.T) {
 
 func TestCCDescription(t *testing.T) {
 	cells := []model.Cell{{CC: "cubic"}, {CC: "bbr"}, {CC: "cubic"}}
-	if got, want := ccDescription(cells[:1], "cubic"), "cubic (per socket; namespace default cubic)"; got != want {
+	if got, want := ccDescription(cells[:1], "cubic"), "cubic (every TCP connection, by the testbed's routes; namespace default cubic)"; got != want {
 		t.Errorf("one: %q, want %q", got, want)
 	}
-	if got, want := ccDescription(cells, "reno"), "cubic, bbr (per socket, each cell's; namespace default reno)"; got != want {
+	if got, want := ccDescription(cells, "reno"), "cubic, bbr (every TCP connection, each cell's, by the testbed's routes; namespace default reno)"; got != want {
 		t.Errorf("two: %q, want %q", got, want)
 	}
 }

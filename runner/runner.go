@@ -470,9 +470,9 @@ func (r *slot) recordEnv(ctx context.Context, first bool) error {
 	r.envMu.Lock()
 	defer r.envMu.Unlock()
 	env := r.runRec.Env
-	// The endpoints set each cell's congestion control on every TCP socket
-	// (TCP_CONGESTION); the namespaces' default may differ where the host
-	// restricts it (tcp_allowed_congestion_control): record both.
+	// The testbed's routes give each cell's congestion control to every TCP
+	// connection across the link; the namespaces' default may differ where
+	// the host restricts it (tcp_allowed_congestion_control): record both.
 	cc := ccDescription(r.cells, r.tb.DefaultCC())
 	var notes []string
 	if first && r.id == 0 && env.CCClient != "" && env.CCClient != cc {
@@ -559,7 +559,8 @@ func (r *slot) recordBrowser(ctx context.Context) error {
 }
 
 // ccDescription describes the congestion controls of the run's TCP sockets:
-// each cell's, set per socket, in plan order, and the namespaces' default.
+// each cell's, which the testbed's routes give every TCP connection across
+// the link, in plan order, and the namespaces' default.
 func ccDescription(cells []model.Cell, nsDefault string) string {
 	var ccs []string
 	for _, c := range cells {
@@ -567,9 +568,9 @@ func ccDescription(cells []model.Cell, nsDefault string) string {
 			ccs = append(ccs, c.CC)
 		}
 	}
-	what := "per socket"
+	what := "every TCP connection, by the testbed's routes"
 	if len(ccs) > 1 {
-		what = "per socket, each cell's"
+		what = "every TCP connection, each cell's, by the testbed's routes"
 	}
 	return strings.Join(ccs, ", ") + " (" + what + "; namespace default " + nsDefault + ")"
 }

@@ -28,10 +28,14 @@ const (
 	cpuPoll = workload.CPUSampleInterval
 )
 
-// startEndpoints starts the server of implementation impl (with
-// congestion control cc on its sockets where the implementation can choose
-// it) and, when none runs, the client agent.
+// startEndpoints starts the server of implementation impl and, when none
+// runs, the client agent. The testbed's routes give cc to every TCP
+// connection across the link, the server's and the client's, whatever
+// their sockets ask for (useServer keeps them on the cell's cc).
 func (r *slot) startEndpoints(ctx context.Context, impl, cc string) error {
+	if err := r.tb.SetCC(cc); err != nil {
+		return fmt.Errorf("testbed congestion control: %w", err)
+	}
 	args, err := r.serverArgs(impl, cc)
 	if err != nil {
 		return err
@@ -71,7 +75,12 @@ var serverPorts = map[string]int{model.ServerQuicbench: 4433, model.ServerAioqui
 // serverArgs are the arguments of `quicbench serve --control` for a server
 // of implementation impl whose sockets use congestion control cc.
 func (r *slot) serverArgs(impl, cc string) ([]string, error) {
-	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
+	args := []string{"--host", r.tb.Addr(netns.Server).String()}
+	if impl != model.ServerCaddy {
+		// Caddy cannot choose its sockets' cc, and needs not: the
+		// testbed's routes give it the cell's (startEndpoints).
+		args = append(args, "--cc", cc)
+	}
 	if impl != model.ServerQuicbench {
 		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPorts[impl]))
 		if impl == model.ServerCaddy {
@@ -154,6 +163,12 @@ func (r *slot) useServer(ctx context.Context, impl, cc string) error {
 		delete(r.parked, impl)
 		r.srv, r.cc = p, p.cc
 		if r.cc == cc {
+			// The routes may carry another server's cc since it was parked.
+			if r.tb.CC() != cc {
+				if err := r.tb.SetCC(cc); err != nil {
+					return fmt.Errorf("testbed congestion control: %w", err)
+				}
+			}
 			return nil
 		}
 	}
@@ -251,13 +266,15 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	w.start = time.Now()
 	r.conc.begin(r.id)
 
+	ccw := watchCC(r.tb)
 	res, serverSeries, err := r.callWithTraffic(ctx, c, req, step.Seed) // runner/traffic.go
 	s.Concurrency = r.conc.end(r.id)
+	w.end = time.Now()
+	seen, ccErr := ccw.finish()
 	if err != nil {
 		return nil, err
 	}
 
-	w.end = time.Now()
 	// The server's view of the connections (the sender's, for downloads).
 	// Waiting for it also lets every connection of this sample finish its
 	// close before the link is reset for the next one.
@@ -279,6 +296,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Transport[i].Side = "client"
 	}
 	s.Transport = append(s.Transport, serverStats...)
+	recordCC(c, s, seen, ccErr)
 	s.Timelines = append(res.Timelines, serverSeries...)
 	s.Resources = res.Resources
 	s.Wall = res.Wall

@@ -174,8 +174,11 @@ func statsOf(conn *quic.Conn, c *counters) model.TransportStats {
 // field.
 func statsFrom(s quic.ConnectionStats, c *counters) model.TransportStats {
 	ts := model.TransportStats{
-		Kind:               "quic",
-		CongestionAlgo:     "cubic", // quic-go implements NewReno-style recovery with Cubic growth only
+		Kind: "quic",
+		// quic-go (v0.65) builds every connection's congestion controller
+		// with NewCubicSender(..., true /* use Reno */): NewReno window
+		// growth with a 0.7 backoff; no option chooses another.
+		CongestionAlgo:     "reno",
 		SmoothedRTTms:      ms(s.SmoothedRTT.Nanoseconds()),
 		RTTVarms:           ms(s.MeanDeviation.Nanoseconds()),
 		MinRTTms:           ms(s.MinRTT.Nanoseconds()),

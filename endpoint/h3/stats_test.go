@@ -85,7 +85,7 @@ func TestStatsFrom(t *testing.T) {
 	got := statsFrom(s, c)
 	want := model.TransportStats{
 		Kind:                   "quic",
-		CongestionAlgo:         "cubic",
+		CongestionAlgo:         "reno",
 		SmoothedRTTms:          12.5,
 		RTTVarms:               1.5,
 		MinRTTms:               10,

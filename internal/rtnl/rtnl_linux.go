@@ -188,6 +188,45 @@ func (r *Conn) routeAdd(dst netip.Prefix, index int) error {
 	return nil
 }
 
+// RouteCC replaces the link-scope IPv4 route to dst through interface
+// name (in the calling thread's namespace) with one that carries the
+// congestion control metric cc (RTAX_CC_ALGO, `ip route ... congctl cc`):
+// every TCP connection whose route it is then uses cc, whatever its
+// socket or the namespace's default asked for (the kernel applies the
+// route's algorithm when a connection is set up, after TCP_CONGESTION).
+// An empty cc removes the metric. It needs no host-wide setting: unlike
+// net.ipv4.tcp_congestion_control in a namespace, a route may name any
+// algorithm the kernel has.
+func RouteCC(dst netip.Prefix, name, cc string) error {
+	nl, err := Open()
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	idx, err := IfIndex(name)
+	if err != nil {
+		return err
+	}
+	var m Msg
+	rt := unix.RtMsg{
+		Family: unix.AF_INET, Dst_len: uint8(dst.Bits()), Table: unix.RT_TABLE_MAIN,
+		Protocol: unix.RTPROT_BOOT, Scope: unix.RT_SCOPE_LINK, Type: unix.RTN_UNICAST,
+	}
+	m.Raw(unsafe.Pointer(&rt), unix.SizeofRtMsg)
+	ip := dst.Masked().Addr().As4()
+	m.Attr(unix.RTA_DST, ip[:])
+	m.AttrU32(unix.RTA_OIF, uint32(idx))
+	if cc != "" {
+		mx := m.Nest(unix.RTA_METRICS)
+		m.AttrString(unix.RTAX_CC_ALGO, cc)
+		m.End(mx)
+	}
+	if err := nl.Do(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, m.b); err != nil {
+		return fmt.Errorf("route %s congestion control %q: %w", dst, cc, err)
+	}
+	return nil
+}
+
 // vethInfoPeer is VETH_INFO_PEER (linux/veth.h), the peer's nested ifinfomsg.
 const vethInfoPeer = 1
 
