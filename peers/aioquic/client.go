@@ -24,9 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -34,6 +32,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -252,62 +251,14 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 // FindPython returns the interpreter of the aioquic peer's virtual
-// environment: $QUICBENCH_AIOQUIC/.venv/bin/python when that variable is set
-// (and only there), else peers/aioquic/.venv/bin/python next to the
-// executable or in its parent directory (bin/quicbench in the repository),
-// then in the working directory or one of its parents (tests run in a
-// package directory).
-func FindPython() (string, error) {
-	if v := os.Getenv(EnvVar); v != "" {
-		p := filepath.Join(v, ".venv", "bin", "python")
-		if isExec(p) {
-			return p, nil
-		}
-		return "", fmt.Errorf("%w: %s=%q holds no .venv/bin/python; %s", ErrNotInstalled, EnvVar, v, installHint)
-	}
-	var dirs, tried []string
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		dirs = append(dirs, filepath.Dir(exe), filepath.Dir(filepath.Dir(exe)))
-	}
-	if wd, err := os.Getwd(); err == nil {
-		for d := wd; ; d = filepath.Dir(d) {
-			dirs = append(dirs, d)
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, "peers", "aioquic", ".venv", "bin", "python")
-		if slices.Contains(tried, p) {
-			continue
-		}
-		tried = append(tried, p)
-		if isExec(p) {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: no peers/aioquic/.venv/bin/python among %s; %s", ErrNotInstalled, strings.Join(tried, ", "), installHint)
-}
+// environment, the one the aioquic server runs with too
+// (peers.FindAioquic: $QUICBENCH_AIOQUIC, else peers/aioquic/.venv near
+// the executable or the working directory).
+func FindPython() (string, error) { return peers.FindAioquic() }
 
 // EnvVar names the environment variable that tells FindPython where the
 // aioquic peer is: a directory holding .venv (like peers/aioquic).
-const EnvVar = "QUICBENCH_AIOQUIC"
-
-// ErrNotInstalled is wrapped by FindPython's errors.
-var ErrNotInstalled = errors.New("aioquic client not installed")
-
-const installHint = "install it with `bash scripts/setup.sh` in the quicbench repository " +
-	"(python3 -m venv peers/aioquic/.venv && peers/aioquic/.venv/bin/pip install --require-hashes -r peers/aioquic/requirements.txt), " +
-	"or set " + EnvVar + " to a directory holding such a .venv"
-
-func isExec(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
+const EnvVar = peers.AioquicEnvVar
 
 // Check runs the program's self-check with python (client.py --check): it
 // builds an aioquic client connection in memory, lets it send and time out,
