@@ -67,8 +67,8 @@ var cannot = map[string]map[string]string{
 	},
 	Caddy: {
 		"fairness": fairnessWhy,
-		"upload": "Caddy serves static files only: /upload (a POST whose body the server counts) has no static equivalent",
-		"stream": "Caddy serves static files only: /stream paces its segments in time, which a file cannot",
+		"upload":   "Caddy serves static files only: /upload (a POST whose body the server counts) has no static equivalent",
+		"stream":   "Caddy serves static files only: /stream paces its segments in time, which a file cannot",
 	},
 }
 
