@@ -289,6 +289,19 @@ func (r *runState) firstOKAfter(t time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// failedBetween counts the failed samples reported between a and b.
+func (r *runState) failedBetween(a, b time.Time) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.stored {
+		if !e.ok && e.at.After(a) && e.at.Before(b) {
+			n++
+		}
+	}
+	return n
+}
+
 // qb is a running quicbench process of a trial.
 type qb struct {
 	cmd  *exec.Cmd
@@ -343,6 +356,9 @@ func (p *qb) exited() bool {
 func (h *harness) start(ctx context.Context, r *runState, args ...string) (*qb, error) {
 	cmd := exec.CommandContext(ctx, h.opts.Exe, args...)
 	cmd.Env = append(append(os.Environ(), h.opts.Env...), markerEnv+"="+r.id)
+	// An interrupted suite leaves no runner behind (its own children die
+	// with it the same way).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p := &qb{cmd: cmd, done: make(chan struct{})}
 	cmd.Stderr = &p.errb
 	out, err := cmd.StdoutPipe()
@@ -482,8 +498,9 @@ func (h *harness) trial(ctx context.Context, f string, n int) (t Trial) {
 	}
 	db := filepath.Join(dbDir, "trial.db")
 	r := &runState{id: fmt.Sprintf("%d-%d-%d", os.Getpid(), slices.Index(Faults, f), n), ns: map[uint64]bool{}}
-	// The fault's point: after 1 .. total-2 samples.
-	t.Point = 1 + rng.IntN(total-2)
+	// The fault's point: after 1 .. total-3 samples, so that samples
+	// remain after the one the fault hits.
+	t.Point = 1 + rng.IntN(total-3)
 	if f == Corrupt {
 		h.corruptTrial(ctx, &t, r, pf, db, rng)
 		return t
@@ -596,6 +613,9 @@ func (h *harness) trial(ctx context.Context, f string, n int) (t Trial) {
 		// Recover is the time the second runner took to be refused.
 	} else if ok, found := r.firstOKAfter(at); found {
 		t.Recover = ok.Sub(at)
+		if n := r.failedBetween(at, ok); n > 0 {
+			t.Notes = append(t.Notes, fmt.Sprintf("%d sample(s) stored as failed before recovery", n))
+		}
 	} else {
 		t.fail("no valid sample after the fault")
 	}
@@ -686,19 +706,21 @@ func (h *harness) checkDead(t *Trial, db string) {
 	t.Notes = append(t.Notes, fmt.Sprintf("%d timeouts recorded over the dead link, %d valid samples between blackouts", failedDead, okBlackout))
 }
 
-// killBrowser kills Chromium's browser process while it loads a page: at a
-// random moment within 1.5 s of it appearing.
+// killBrowser kills Chromium's browser process while it starts or loads a
+// page: at a random moment within 300 ms of it appearing (a sample's
+// browser lives for about a second). If that browser is gone by then, the
+// next one is tried.
 func (h *harness) killBrowser(t *Trial, r *runState, p *qb, rng *rand.Rand) {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && !p.exited() {
 		if q, ok := find(r.id, chromiumMain); ok {
 			namespaces(r.id, r.ns)
-			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-			if syscall.Kill(q.pid, syscall.SIGKILL) == nil {
+			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+			if _, still := find(r.id, func(o process) bool { return o.pid == q.pid }); still && syscall.Kill(q.pid, syscall.SIGKILL) == nil {
 				return
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
 	}
 	t.fail("no Chromium process to kill")
 }
@@ -796,6 +818,7 @@ func (h *harness) corruptTrial(ctx context.Context, t *Trial, r *runState, pf, d
 func (h *harness) command(ctx context.Context, r *runState, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, h.opts.Exe, args...)
 	cmd.Env = append(append(os.Environ(), h.opts.Env...), markerEnv+"="+r.id)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
