@@ -609,8 +609,9 @@ func (h *harness) trial(ctx context.Context, f string, n int) (t Trial) {
 	if len(t.Left) > 0 {
 		t.fail("left behind: %s", strings.Join(t.Left, "; "))
 	}
-	if f == TwoRunners {
-		// Recover is the time the second runner took to be refused.
+	if f == TwoRunners || f == LinkDead {
+		// Recover is the time the second runner took to be refused; a dead
+		// link stops nothing (checkDead checks its samples).
 	} else if ok, found := r.firstOKAfter(at); found {
 		t.Recover = ok.Sub(at)
 		if n := r.failedBetween(at, ok); n > 0 {
@@ -620,7 +621,6 @@ func (h *harness) trial(ctx context.Context, f string, n int) (t Trial) {
 		t.fail("no valid sample after the fault")
 	}
 	if f == LinkDead {
-		t.Recover = 0
 		h.checkDead(&t, db)
 	}
 	return t
