@@ -59,9 +59,13 @@ or DuckDB in one line.`,
 			}
 			db, err := store.OpenReadOnly(path)
 			if err != nil {
-				return Usage(err, "give the results database written by quicbench run")
+				return dbOpenError(err, "give the results database written by quicbench run")
 			}
 			defer db.Close()
+			if run, err := db.LatestRun(cmd.Context()); err == nil && (runID == 0 || runID == run.ID) {
+				n, _ := db.SampleCount(cmd.Context(), run.ID)
+				noteRunState(env, path, run.ID, run.Status, n)
+			}
 			paths, err := db.Export(cmd.Context(), store.ExportOptions{Format: format, Tables: sel, RunID: runID, Dir: outDir})
 			for _, p := range paths {
 				fmt.Fprintln(env.Stdout, p)

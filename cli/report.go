@@ -117,6 +117,7 @@ the terminal summary instead.`,
 			if err != nil {
 				return err
 			}
+			noteRunState(env, path, ds.Run.ID, ds.Run.Status, len(ds.Samples))
 			if waterfall != 0 && !hasResources(ds, waterfall) {
 				return Usage(fmt.Errorf("--waterfall %d: run %d has no valid sample with that ID and browser resources", waterfall, ds.Run.ID),
 					"sample IDs are in the samples table (quicbench export)")
@@ -164,7 +165,7 @@ func loadRun(ctx context.Context, path string, runID int64) (*model.Dataset, rep
 	}
 	db, err := store.OpenReadOnly(path)
 	if err != nil {
-		return nil, none, Usage(err, "give the database written by quicbench run")
+		return nil, none, dbOpenError(err, "give the database written by quicbench run")
 	}
 	defer db.Close()
 	var run model.Run

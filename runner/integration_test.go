@@ -240,7 +240,7 @@ func storedSamples(db string) int {
 	if _, err := os.Stat(db); err != nil {
 		return 0
 	}
-	s, err := store.OpenExisting(db)
+	s, err := store.OpenReadOnly(db) // a reader: the run holds the write lock
 	if err != nil {
 		return 0
 	}

@@ -53,6 +53,8 @@ type DB struct {
 	// tmpDir holds the private migrated copy that OpenReadOnly reads for
 	// a database of an older schema; Close removes it. Empty otherwise.
 	tmpDir string
+	// lock is the write lock held by a writer (nil for a reader).
+	lock *writeLock
 }
 
 // busyTimeout is how long a statement waits for another connection or
@@ -90,10 +92,42 @@ func open(path string, mode openMode) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("store: empty database path")
 	}
+	abs, err := absPath(path)
+	if err != nil {
+		return nil, err
+	}
+	var lock *writeLock
+	if mode != modeReadOnly {
+		if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) && mode != modeCreate {
+			return nil, fmt.Errorf("store: %s: no such database file", path)
+		}
+		if lock, err = acquireLock(path, abs); err != nil {
+			return nil, err
+		}
+	}
+	db, err := openLocked(path, abs, mode)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	db.lock = lock
+	return db, nil
+}
+
+// absPath is path made absolute.
+func absPath(path string) (string, error) {
+	if path == "" {
+		return "", errors.New("store: empty database path")
+	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", path, err)
+		return "", fmt.Errorf("store: %s: %w", path, err)
 	}
+	return abs, nil
+}
+
+// openLocked is open once the writer's lock (if any) is held.
+func openLocked(path, abs string, mode openMode) (*DB, error) {
 	if st, err := os.Stat(abs); err == nil {
 		if st.IsDir() {
 			return nil, fmt.Errorf("store: %s is a directory, not a database file", path)
@@ -103,6 +137,11 @@ func open(path string, mode openMode) (*DB, error) {
 		current, empty, err := checkSchema(abs)
 		if err != nil {
 			return nil, fmt.Errorf("store: %s: %w", path, err)
+		}
+		if !empty {
+			if err := checkIntact(path, abs); err != nil {
+				return nil, err
+			}
 		}
 		if mode == modeReadOnly {
 			if empty {
@@ -259,6 +298,10 @@ func (db *DB) Close() error {
 			err = err2
 		}
 	}
+	if err2 := db.lock.release(); err == nil {
+		err = err2
+	}
+	db.lock = nil
 	return err
 }
 
@@ -320,13 +363,13 @@ func isUniqueViolation(err error) bool {
 func (db *DB) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return db.diskFull(err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		return err
+		return db.diskFull(err)
 	}
-	return tx.Commit()
+	return db.diskFull(tx.Commit())
 }
 
 // Time and number conventions.
