@@ -105,6 +105,14 @@ const (
 	// (renderer, parsing, layout, paint): about 120 ms on a clean link.
 	estChromiumOverhead = 800 * time.Millisecond
 	estChromiumPageWork = 120 * time.Millisecond
+	// estFirefoxOverhead is the same for Firefox: its start with a fresh
+	// profile (the test CA imported, prefs written) and its teardown; 1.75-
+	// 2.2 s mean per server over the 75 Firefox samples of an
+	// implementations run. estAioquicOverhead is what a sample of the
+	// aioquic client costs beyond its requests: the Python interpreter's
+	// start and imports, and its exit (0.44-0.63 s mean per cell there).
+	estFirefoxOverhead = 2 * time.Second
+	estAioquicOverhead = 500 * time.Millisecond
 	// estLighthouseWork is what a Lighthouse audit adds to the page load:
 	// node's start, its own tab, the quiet windows it waits for after the
 	// load (at least 5.25 s of network and CPU quiet), the trace's
@@ -272,9 +280,14 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 		client = timeout
 	}
 	total := addSat(client, estRunnerOverhead)
-	if inBrowser {
+	switch {
+	case c.Client == model.ClientFirefox:
+		total = addSat(total, estFirefoxOverhead)
+	case inBrowser:
 		total = addSat(total, estChromiumOverhead)
-	} else {
+	case c.Client == model.ClientAioquic:
+		total = addSat(total, estAioquicOverhead+up.Delay)
+	default:
 		total = addSat(total, up.Delay) // the drain: the client's close reaches the server
 	}
 	return total, m.work, nil
