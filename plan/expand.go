@@ -21,8 +21,8 @@ func protoUnsupported(t *testDef, p string) string {
 
 // clientUnsupported says why a test cannot run with a client ("" if it can).
 func clientUnsupported(t *testDef, c string) string {
-	if model.IsBrowser(c) && !t.browser {
-		return fmt.Sprintf("the %s client runs only page and site tests, not %s", c, t.name)
+	if model.IsBrowser(c) {
+		return browserTestUnsupported(t, c)
 	}
 	return ""
 }
@@ -603,8 +603,8 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 			ep.clients = append(ep.clients, c)
 		}
 		if len(ep.clients) == 0 {
-			e.failAt(t.at, path, "", fmt.Sprintf("no client can run %s: the plan's client is %s, which runs only page and site tests; set client: builtin on this test",
-				t.test, strings.Join(d.clients, ", ")))
+			e.failAt(t.at, path, "", fmt.Sprintf("no client can run %s: the plan's client is %s (%s); set client: builtin on this test",
+				t.test, strings.Join(d.clients, ", "), clientUnsupported(def, d.clients[0])))
 			return ep, false
 		}
 	}
@@ -665,6 +665,9 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 			if why := connectionUnsupported(factorValue(combo, "connection"), client); why != "" {
 				candidates, reasons = nil, append(reasons, why)
 			}
+			if why := comboBrowserUnsupported(def, combo, client); why != "" {
+				candidates, reasons = nil, append(reasons, why)
+			}
 			for _, p := range candidates {
 				if mode := factorValue(combo, "mode"); mode != "" {
 					if why := modeUnsupported(mode, p); why != "" {
@@ -699,7 +702,12 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 func (e *expander) splitByServer(ep *entryPlan, label, client string, ps []string) {
 	for _, srv := range ep.servers {
 		var kept []string
-		for _, p := range ps {
+		cand := ps
+		if why := benchServerUnsupported(ep.def, client, srv); why != "" {
+			e.note(fmt.Sprintf("%s: server %s skipped for client %s: %s", label, srv, client, why))
+			cand = nil
+		}
+		for _, p := range cand {
 			if why := serverProtoUnsupported(p, srv); why != "" {
 				e.note(fmt.Sprintf("%s: protocol %s skipped for server %s: %s", label, p, srv, why))
 				continue

@@ -94,6 +94,10 @@ type Executor struct {
 	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
 	// the page in a browser of its own.
 	Lighthouse BrowserLoader
+	// ChromiumBench and FirefoxBench run the bench page (bench.go) for
+	// the client=chromium and client=firefox samples of the tests other
+	// than page and site.
+	ChromiumBench, FirefoxBench BrowserBench
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -149,8 +153,11 @@ type run struct {
 	builtin func(ctx context.Context, e *Executor, spec endpoint.FetchSpec, p plan.Params) (*Result, error)
 	// path is the path of the page a page-loading test loads, with every
 	// client (builtin finds it as spec.Paths[0]); nil for the tests the
-	// browser clients do not run.
+	// browser clients do not run as page loads.
 	path func(p plan.Params) string
+	// bench is how the browser clients run the test in the bench page;
+	// nil for the tests they do not run there.
+	bench *benchRun
 }
 
 // runs are the tests' runs, by test name.
@@ -174,6 +181,9 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
 	}
 	if model.IsBrowser(req.Client) {
+		if r.path == nil && req.Client != model.ClientLighthouse {
+			return e.benchSample(ctx, req, r)
+		}
 		return e.browserSample(ctx, req, r)
 	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {

@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/quicbench/quicbench/browser"
+	"github.com/quicbench/quicbench/workload"
+)
+
+// chromiumBench returns the agent's Chromium driver of the bench page
+// (workload.BrowserBench): every sample starts Chromium with a fresh
+// profile and the HTTP cache disabled, forced to the sample's protocol,
+// loads the page, reads its result, and closes the browser.
+func chromiumBench() workload.BrowserBench {
+	return func(ctx context.Context, req workload.Request, url string) ([]byte, error) {
+		return browser.Bench(ctx, browser.Options{
+			URL:          url,
+			Protocol:     req.Protocol,
+			SPKIHash:     req.Target.SPKI,
+			Timeout:      req.Timeout,
+			DisableCache: true,
+		}, workload.BenchResultJS)
+	}
+}
