@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/model"
@@ -21,7 +22,9 @@ const QuickIterations = 2
 //     sizes at 1MB (cpu: 10MB), objects, requests and segments at 10 and
 //     stream intervals at 20ms;
 //   - an entry whose capped cells repeat an earlier entry's loses the
-//     repeated values, or the whole entry (a note says which).
+//     repeated values, or the whole entry (a note says which);
+//   - an entry that runs browser clients beside the built-in one keeps
+//     the browsers on its first scenario only (quickBrowsers).
 //
 // The result is named NAME-quick; its YAML is a canonical rendering.
 func (p *Plan) Quick() (*Plan, error) {
@@ -108,6 +111,7 @@ func (p *Plan) Quick() (*Plan, error) {
 		}
 		t.params = quickParams(t)
 	}
+	d.tests, notes = quickBrowsers(d, scen, notes)
 
 	// drop what repeats an earlier entry's cells
 	seen := map[string]int{}
@@ -150,6 +154,55 @@ func (p *Plan) Quick() (*Plan, error) {
 	}
 	out.notes = append(notes, out.notes...)
 	return out, nil
+}
+
+// quickBrowsers splits each test entry of d that runs a browser client
+// beside a client that is not one over more than one of the kept
+// scenarios scen: the browser clients keep the entry's first scenario
+// only, in an entry of their own after it. A browser's sample costs a
+// browser start and runs alone on the machine; one network suffices to
+// set its results beside the built-in client's in a smoke run.
+func quickBrowsers(d doc, scen []scenDoc, notes []string) ([]testDoc, []string) {
+	var out []testDoc
+	for i, t := range d.tests {
+		clients := t.clients
+		if clients == nil {
+			clients = d.clients
+		}
+		var browsers, others []string
+		for _, c := range clients {
+			if model.IsBrowser(c) {
+				if clientUnsupported(lookupTest(t.test), c) == "" {
+					browsers = append(browsers, c)
+				}
+			} else {
+				others = append(others, c)
+			}
+		}
+		names := t.scenarios
+		if names == nil {
+			for _, s := range scen {
+				if s.name != "" {
+					names = append(names, s.name)
+				} else {
+					names = append(names, gridPointName(s))
+				}
+			}
+		}
+		if len(browsers) == 0 || len(others) == 0 || len(names) < 2 {
+			out = append(out, t)
+			continue
+		}
+		b := t
+		t.clients = others
+		b.clients = browsers
+		b.scenarios, b.scenAt = names[:1], make([]pos, 1)
+		b.params = append([]paramVals(nil), t.params...)
+		out = append(out, t, b)
+		notes = append(notes, fmt.Sprintf("quick: tests[%d] (%s): client %s on scenario %s only",
+			i, t.test, strings.Join(browsers, ", "), names[0]))
+	}
+	return out, notes
 }
 
 func gridPointName(s scenDoc) string {
