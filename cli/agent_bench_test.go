@@ -29,10 +29,11 @@ var benchCases = []struct {
 }
 
 // TestChromiumBenchEveryTest runs every bench page test in real Chromium
-// through the agent's executor over loopback, over h1, h2 and h3: each
-// sample is valid, has the built-in client's metrics, its protocol, a
-// cross-origin isolated clock (5 us steps), and a preparation and a
-// measured part within the time it took.
+// through the agent's executor over loopback, over h1 (h2 and h3 run
+// across a testbed in runner's TestChromiumBenchPhysics): each sample is
+// valid, has the built-in client's metrics, its protocol, a cross-origin
+// isolated clock (5 us steps), and a preparation and a measured part
+// within the time it took.
 func TestChromiumBenchEveryTest(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
@@ -42,7 +43,7 @@ func TestChromiumBenchEveryTest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, proto := range []string{model.ProtoH1, model.ProtoH2, model.ProtoH3} {
+		for _, proto := range []string{model.ProtoH1} {
 			req := workload.Request{Test: c.test, Protocol: proto, Client: model.ClientChromium, Params: p, Target: target, Timeout: 20 * time.Second}
 			start := time.Now()
 			res := ex.Execute(context.Background(), req)
