@@ -74,3 +74,38 @@ tests:
 		t.Errorf("lighthouse has no bench page limits: %q", why)
 	}
 }
+
+// TestQuickBrowsersOnFirstScenario checks that a quick variant keeps a
+// browser client that runs beside the built-in one on the first kept
+// scenario only, and a browser-only entry on every kept scenario.
+func TestQuickBrowsersOnFirstScenario(t *testing.T) {
+	p := mustParse(t, `
+protocols: [h3]
+client: [builtin, chromium]
+scenarios: [{name: a}, {name: b, link: delay 10ms}, {name: c, link: loss 1%}]
+tests:
+  - test: download
+  - test: page
+    client: chromium
+  - test: cpu
+`)
+	q, err := p.Quick()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := q.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkKeys(t, keysOf(cells), []string{
+		"a/download/size=1MB/h3/builtin/cubic", "a/download/size=1MB/h3/chromium/cubic",
+		"a/page/objects=10,size=10KB,connection=cold/h3/chromium/cubic",
+		"a/cpu/size=10MB/h3/builtin/cubic",
+		"c/download/size=1MB/h3/builtin/cubic",
+		"c/page/objects=10,size=10KB,connection=cold/h3/chromium/cubic",
+		"c/cpu/size=10MB/h3/builtin/cubic",
+	})
+	if n := strings.Join(q.Notes(), "\n"); !strings.Contains(n, "quick: client chromium runs beside the built-in client on each test's first scenario only (a)") {
+		t.Errorf("notes:\n%s", n)
+	}
+}

@@ -111,7 +111,6 @@ func (p *Plan) Quick() (*Plan, error) {
 		}
 		t.params = quickParams(t)
 	}
-	d.tests, notes = quickBrowsers(d, scen, notes)
 
 	// drop what repeats an earlier entry's cells
 	seen := map[string]int{}
@@ -139,7 +138,7 @@ func (p *Plan) Quick() (*Plan, error) {
 		t.index = len(tests)
 		tests = append(tests, t)
 	}
-	d.tests = tests
+	d.tests, notes = quickBrowsers(d, tests, scen, notes)
 
 	q := &Plan{Name: p.Name + "-quick", Seed: p.Seed, Timeout: p.Timeout, d: d}
 	q.Description = "Quick variant of " + p.Name + " (fewer iterations, scenarios and parameter values; every test kept)."
@@ -156,15 +155,17 @@ func (p *Plan) Quick() (*Plan, error) {
 	return out, nil
 }
 
-// quickBrowsers splits each test entry of d that runs a browser client
-// beside a client that is not one over more than one of the kept
-// scenarios scen: the browser clients keep the entry's first scenario
-// only, in an entry of their own after it. A browser's sample costs a
-// browser start and runs alone on the machine; one network suffices to
-// set its results beside the built-in client's in a smoke run.
-func quickBrowsers(d doc, scen []scenDoc, notes []string) ([]testDoc, []string) {
+// quickBrowsers splits each of tests that runs a browser client beside a
+// client that is not one over more than one of the kept scenarios scen:
+// the browser clients keep the entry's first scenario only, in an entry
+// of their own after it. A browser's sample costs a browser start and
+// runs alone on the machine; one network suffices to set its results
+// beside the built-in client's in a smoke run. The entries are
+// renumbered; one note says which clients and scenarios.
+func quickBrowsers(d doc, tests []testDoc, scen []scenDoc, notes []string) ([]testDoc, []string) {
 	var out []testDoc
-	for i, t := range d.tests {
+	var who, where []string
+	for _, t := range tests {
 		clients := t.clients
 		if clients == nil {
 			clients = d.clients
@@ -190,17 +191,28 @@ func quickBrowsers(d doc, scen []scenDoc, notes []string) ([]testDoc, []string) 
 			}
 		}
 		if len(browsers) == 0 || len(others) == 0 || len(names) < 2 {
+			t.index = len(out)
 			out = append(out, t)
 			continue
 		}
 		b := t
-		t.clients = others
-		b.clients = browsers
+		t.clients, t.index = others, len(out)
+		b.clients, b.index = browsers, len(out)+1
 		b.scenarios, b.scenAt = names[:1], make([]pos, 1)
 		b.params = append([]paramVals(nil), t.params...)
 		out = append(out, t, b)
-		notes = append(notes, fmt.Sprintf("quick: tests[%d] (%s): client %s on scenario %s only",
-			i, t.test, strings.Join(browsers, ", "), names[0]))
+		for _, c := range browsers {
+			if !contains(who, c) {
+				who = append(who, c)
+			}
+		}
+		if !contains(where, names[0]) {
+			where = append(where, names[0])
+		}
+	}
+	if len(who) > 0 {
+		notes = append(notes, fmt.Sprintf("quick: client %s runs beside the built-in client on each test's first scenario only (%s): browser samples run alone",
+			strings.Join(who, ", "), strings.Join(where, ", ")))
 	}
 	return out, notes
 }
