@@ -30,7 +30,8 @@ It exits at the end of stdin.`,
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader(), Firefox: firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv)}
+			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader(), Firefox: firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv),
+				ChromiumBench: chromiumBench(), FirefoxBench: firefoxBench()}
 			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}

@@ -189,8 +189,9 @@ func TestPlansValidate(t *testing.T) {
 		t.Errorf("validate --parallel 0: exit %d, stderr %q", code, errs)
 	}
 	code, out, _ = runCLI(t, "plans", "validate", "--quick", "degraded-networks")
-	if code != ExitOK || !strings.Contains(out, `plan "degraded-networks-quick", 2 scenarios, 46 cells, 92 samples (92 counted + 0 warm-up)`) ||
-		!strings.Contains(out, "note: quick: tests[8] (download) dropped") {
+	if code != ExitOK || !strings.Contains(out, `plan "degraded-networks-quick", 2 scenarios, 78 cells, 156 samples (156 counted + 0 warm-up)`) ||
+		!strings.Contains(out, "note: quick: tests[8] (download) dropped") ||
+		!strings.Contains(out, "on each test's first scenario only (baseline)") {
 		t.Errorf("exit %d, stdout %q", code, out)
 	}
 }

@@ -1,91 +1,52 @@
 package endpoint
 
 import (
-	"context"
+	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/quicbench/quicbench/model"
 )
 
-// BenchmarkGoodput measures loopback goodput per protocol: each iteration
-// is one fresh connection downloading 64 MiB (handshake included). It
-// reports Mbit/s of body bytes over the measured part and CPU-seconds per
-// MB; server and client share this process (so the CPU figure is both
-// ends) and the machine's cores. The -noevents variants run QUIC without
-// quic-go's event tracing on either end, to show what tracing costs.
-func BenchmarkGoodput(b *testing.B) {
-	srv, pool := testServer(b, ServerConfig{})
-	quiet, qpool := testServer(b, ServerConfig{NoQUICEvents: true})
-	const size = 64 << 20
-	for _, proto := range append(model.Protocols, "h3-noevents", "quic-noevents") {
-		b.Run(proto, func(b *testing.B) {
-			var spec FetchSpec
-			if p, ok := strings.CutSuffix(proto, "-noevents"); ok {
-				spec = specFor(quiet, qpool, p, "/bytes/64MiB")
-				spec.NoQUICEvents = true
-			} else {
-				spec = specFor(srv, pool, proto, "/bytes/64MiB")
+// TestBenchPage checks the bench page's document and script: the headers
+// that make it cross-origin isolated, the ttfb document padded to exactly
+// its size, and the sizes it refuses.
+func TestBenchPage(t *testing.T) {
+	for _, target := range []string{"/bench?test=download&size=1000", "/bench.js", "/bench?test=ttfb&size=512", "/bench?test=ttfb&size=100KB"} {
+		w := serve(t, "GET", target, "")
+		if w.Code != 200 {
+			t.Fatalf("%s: status %d: %s", target, w.Code, w.Body)
+		}
+		if w.Header().Get("Cross-Origin-Opener-Policy") != "same-origin" || w.Header().Get("Cross-Origin-Embedder-Policy") != "require-corp" {
+			t.Errorf("%s: headers %v: not cross-origin isolated", target, w.Header())
+		}
+		if w.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: cacheable", target)
+		}
+		body := w.Body.String()
+		if cl := w.Header().Get("Content-Length"); cl == "" || cl != strconv.Itoa(len(body)) {
+			t.Errorf("%s: Content-Length %q, body %d bytes", target, cl, len(body))
+		}
+		switch {
+		case target == "/bench.js":
+			if !strings.Contains(body, "window.__qbResult") || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/javascript") {
+				t.Errorf("bench.js: %q...", body[:min(80, len(body))])
 			}
-			spec.Verify = false
-			b.SetBytes(size)
-			b.ReportAllocs()
-			var ns, cpu int64
-			for b.Loop() {
-				res, err := Fetch(context.Background(), spec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ns += res.MeasureEnd - res.MeasureStart
-				cpu += int64(res.CPU.ClientUser + res.CPU.ClientSys)
+		case strings.Contains(target, "ttfb"):
+			want := map[string]int{"/bench?test=ttfb&size=512": 512, "/bench?test=ttfb&size=100KB": 100000}[target]
+			if len(body) != want || !strings.HasPrefix(body, benchDoc) || !strings.HasSuffix(body, "-->\n") {
+				t.Errorf("%s: %d bytes, want %d: a padded bench document", target, len(body), want)
 			}
-			b.ReportMetric(float64(b.N)*size*8/(float64(ns)/1e9)/1e6, "Mbit/s")
-			b.ReportMetric(float64(cpu)/1e9/(float64(b.N)*size/1e6), "cpu-s/MB")
-		})
+		default:
+			if body != benchDoc || !strings.Contains(body, `<script src="/bench.js">`) {
+				t.Errorf("%s: %q", target, body)
+			}
+		}
 	}
-}
-
-// BenchmarkUploadGoodput is BenchmarkGoodput in the other direction.
-func BenchmarkUploadGoodput(b *testing.B) {
-	srv, pool := testServer(b, ServerConfig{})
-	const size = 64 << 20
-	for _, proto := range model.Protocols {
-		b.Run(proto, func(b *testing.B) {
-			spec := specFor(srv, pool, proto, "/upload")
-			spec.Upload = size
-			b.SetBytes(size)
-			var ns int64
-			for b.Loop() {
-				res, err := Fetch(context.Background(), spec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ns += res.MeasureEnd - res.MeasureStart
-			}
-			b.ReportMetric(float64(b.N)*size*8/(float64(ns)/1e9)/1e6, "Mbit/s")
-		})
+	if len(benchDoc)+8 > BenchDocMin {
+		t.Errorf("the bench document (%d bytes) and its padding do not fit in %d bytes", len(benchDoc), BenchDocMin)
 	}
-}
-
-// BenchmarkEchoLatency measures the request/response time of /echo on a
-// warm connection per protocol (sequential requests).
-func BenchmarkEchoLatency(b *testing.B) {
-	srv, pool := testServer(b, ServerConfig{})
-	for _, proto := range model.Protocols {
-		b.Run(proto, func(b *testing.B) {
-			spec := warmEcho(srv, pool, proto, 200)
-			var total, n int64
-			for b.Loop() {
-				res, err := Fetch(context.Background(), spec)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for _, r := range res.Requests {
-					total += r.End - r.Start
-					n++
-				}
-			}
-			b.ReportMetric(float64(total)/float64(n)/1e3, "us/request")
-		})
+	for _, target := range []string{"/bench?test=ttfb", "/bench?test=ttfb&size=511", "/bench?test=ttfb&size=2GB", "/bench?test=ttfb&size=x"} {
+		if w := serve(t, "GET", target, ""); w.Code != 400 || !strings.Contains(w.Body.String(), "want a size from 512 B to 1 GiB") {
+			t.Errorf("%s: status %d %q, want 400", target, w.Code, w.Body)
+		}
 	}
 }

@@ -40,6 +40,8 @@ func newHandler(sites map[string]*os.Root, files *os.Root) http.Handler {
 	mux.HandleFunc("/stream", handleStream)
 	mux.HandleFunc("/page/{n}/{size}", handlePage)
 	mux.HandleFunc("/page/{n}/{size}/{obj}", handlePageObject)
+	mux.HandleFunc("/bench", handleBench)
+	mux.HandleFunc("/bench.js", handleBenchJS)
 	for name, root := range sites {
 		prefix := "/site/" + name
 		mux.Handle(prefix+"/", http.StripPrefix(prefix, http.FileServerFS(root.FS())))
@@ -64,6 +66,7 @@ const indexText = `quicbench server. Resources:
   /echo                             GET: "ok\n"; POST: the body back (up to 16 MiB)
   /stream?segments=K&interval=D&size=S   K segments of S bytes, flushed D apart
   /page/N/S                         HTML page with N image objects of S bytes (S may be MIN-MAX)
+  /bench?test=T&PARAMS              browser bench page (runs test T with fetch())
   /site/NAME/...                    static site directories (serve --site NAME=DIR)
   /files/...                        a static directory (serve --files DIR)
 `

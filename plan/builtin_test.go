@@ -22,7 +22,10 @@ var builtinCounts = map[string]Counts{
 	// (handshake) + 30 x 2 x 2 (download, upload) + 100 x 2 (multiplex) +
 	// 100 x 2 (HOL) + 100 x 2 (stream) + 30 x 2 x 2 (media) + 30 x 2 (page)
 	// = 1450; x 4 = 5800.
-	"degraded-networks": {Cells: 108, Samples: 6040, Warmups: 108},
+	// Chromium and Firefox run every entry but the handshake's: 2 browsers
+	// x 9 entries x 4 scenarios x 2 protocols more, with the same
+	// iterations (the page entry already had both browsers).
+	"degraded-networks": {Cells: 252, Samples: 15960, Warmups: 252},
 	// Study B: 48 configurations (12 grid points x 4 pages) x 3 protocols.
 	"page-load-grid": {Cells: 144, Samples: 14400, Warmups: 144},
 	// Per scenario: ttfb and download, each by the built-in client (h2, h3
@@ -53,8 +56,9 @@ var quickCounts = map[string]int{
 	"implementations": 62, // two of the three scenarios
 	"quick":           36, // both scenarios kept, every list single-valued but the page test's two clients
 	// baseline + bad-network; 3.4MB download capped to 1MB repeats the 5MB
-	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21.
-	"degraded-networks":   46,
+	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21;
+	// Chromium and Firefox on baseline only (quickBrowsers): 2 x 9 x 2 more.
+	"degraded-networks":   78,
 	"page-load-grid":      12, // 1 grid point x pages {5,50} x {4KB,128KB} x 3
 	"image-transfer":      8,  // none + loss-5 x {12KB, 1MB} x 2
 	"three-sites":         12, // first and last site x 3, for each of the two clients
@@ -276,8 +280,20 @@ func TestDegradedNetworksDesign(t *testing.T) {
 	if c := cells["baseline/ttfb/size=1KB/h2/builtin/cubic"]; c.LinkUp != "" || c.LinkDown != "" {
 		t.Errorf("baseline links %q %q", c.LinkUp, c.LinkDown)
 	}
+	for key, iters := range map[string]int{
+		"realistic/latency/requests=20,size=0B/h2/chromium/cubic":              100,
+		"bad-network/upload/size=5MB/h3/chromium/cubic":                        30,
+		"loss-2/multiplex/objects=3,size=3.4MB/h3/chromium/cubic":              30,
+		"baseline/page/objects=20,size=25KB,connection=cold/h3/chromium/cubic": 30,
+	} {
+		if cells[key].Iterations != iters {
+			t.Errorf("%s: %d iterations; want %d", key, cells[key].Iterations, iters)
+		}
+	}
 	p, _ := Builtin("degraded-networks")
-	if n := p.Notes(); len(n) != 1 || !strings.Contains(n[0], "protocol h2 skipped for mode 0rtt") {
+	if n := p.Notes(); len(n) != 3 || !strings.Contains(n[0], "client chromium skipped: the chromium client does not run handshake") ||
+		!strings.Contains(n[1], "client firefox skipped: the firefox client does not run handshake") ||
+		!strings.Contains(n[2], "protocol h2 skipped for mode 0rtt") {
 		t.Errorf("notes %q", n)
 	}
 }

@@ -26,8 +26,8 @@ var AioquicTests = []string{TestDownload, TestUpload, TestTTFB, TestLatency, Tes
 
 // clientUnsupported says why a test cannot run with a client ("" if it can).
 func clientUnsupported(t *testDef, c string) string {
-	if model.IsBrowser(c) && !t.browser {
-		return fmt.Sprintf("the %s client runs only page and site tests, not %s", c, t.name)
+	if model.IsBrowser(c) {
+		return browserTestUnsupported(t, c)
 	}
 	if c == model.ClientAioquic && !slices.Contains(AioquicTests, t.name) {
 		return fmt.Sprintf("the aioquic client runs only %s tests, not %s", strings.Join(AioquicTests, ", "), t.name)
@@ -688,6 +688,9 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 			if why := connectionUnsupported(factorValue(combo, "connection"), client); why != "" {
 				candidates, reasons = nil, append(reasons, why)
 			}
+			if why := comboBrowserUnsupported(def, combo, client); why != "" {
+				candidates, reasons = nil, append(reasons, why)
+			}
 			for _, p := range candidates {
 				if mode := factorValue(combo, "mode"); mode != "" {
 					if why := modeUnsupported(mode, p); why != "" {
@@ -722,7 +725,12 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 func (e *expander) splitByServer(ep *entryPlan, label, client string, ps []string) {
 	for _, srv := range ep.servers {
 		var kept []string
-		for _, p := range ps {
+		cand := ps
+		if why := benchServerUnsupported(ep.def, client, srv); why != "" {
+			e.note(fmt.Sprintf("%s: server %s skipped for client %s: %s", label, srv, client, why))
+			cand = nil
+		}
+		for _, p := range cand {
 			if why := serverProtoUnsupported(p, srv); why != "" {
 				e.note(fmt.Sprintf("%s: protocol %s skipped for server %s: %s", label, p, srv, why))
 				continue

@@ -252,12 +252,18 @@ tests:
   - test: page
     protocols: [h2, quic]
 `, `plan.yaml:5:21: tests[0].protocols[1]: "quic": the raw quic transport takes part only in download, upload, latency and ttfb tests, not page; remove it from this test's protocols`},
-		{"chromium requested for download", `
+		{"chromium requested for handshake", `
+scenarios: [{name: a}]
+tests:
+  - test: handshake
+    client: chromium
+`, `plan.yaml:5:13: tests[0].client: "chromium": the chromium client does not run handshake: a browser owns its connections' life: it cannot be told to resume a TLS session or to send 0-RTT data, and does not say whether it did (a browser's ttfb includes a full handshake)`},
+		{"lighthouse requested for download", `
 scenarios: [{name: a}]
 tests:
   - test: download
-    client: chromium
-`, `plan.yaml:5:13: tests[0].client: "chromium": the chromium client runs only page and site tests, not download`},
+    client: lighthouse
+`, `plan.yaml:5:13: tests[0].client: "lighthouse": the lighthouse client runs only page and site tests, not download`},
 		{"chromium with h1c", `
 scenarios: [{name: a}]
 tests:
@@ -313,8 +319,8 @@ client: chromium
 scenarios: [{name: a}]
 tests:
   - test: page
-  - test: ttfb
-`, `plan.yaml:6:5: tests[1]: no client can run ttfb: the chromium client runs only page and site tests, not ttfb; set client: builtin on this test`},
+  - test: cpu
+`, `plan.yaml:6:5: tests[1]: no client can run cpu: the chromium client does not run cpu: a browser's CPU time is spread over its browser, network, renderer and GPU processes, which do far more than move the bytes, so its CPU per MB is no measure of its HTTP stack; set client: builtin on this test`},
 		{"nothing left", `
 protocols: [tcp]
 scenarios: [{name: a}]
@@ -465,11 +471,15 @@ scenarios: [{name: a}]
 tests:
   - test: download
   - test: page
+  - test: handshake
+    protocols: [h2]
 `)
 	want := []string{
-		"tests[0] (download): client chromium skipped: the chromium client runs only page and site tests, not download",
+		"tests[0] (download): protocol tcp skipped for client chromium: the chromium client speaks only h1, h2 and h3, not tcp",
+		"tests[0] (download): protocol quic skipped for client chromium: the chromium client speaks only h1, h2 and h3, not quic",
 		"tests[1] (page): protocol tcp skipped: the raw tcp transport takes part only in download, upload, latency and ttfb tests, not page",
 		"tests[1] (page): protocol quic skipped: the raw quic transport takes part only in download, upload, latency and ttfb tests, not page",
+		"tests[2] (handshake): client chromium skipped: the chromium client does not run handshake: a browser owns its connections' life: it cannot be told to resume a TLS session or to send 0-RTT data, and does not say whether it did (a browser's ttfb includes a full handshake)",
 	}
 	if got := p.Notes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("notes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -478,8 +488,10 @@ tests:
 	checkKeys(t, keysOf(cells), []string{
 		"a/download/size=1MB/h2/builtin/cubic", "a/download/size=1MB/h3/builtin/cubic",
 		"a/download/size=1MB/tcp/builtin/cubic", "a/download/size=1MB/quic/builtin/cubic",
+		"a/download/size=1MB/h2/chromium/cubic", "a/download/size=1MB/h3/chromium/cubic",
 		"a/page/objects=10,size=10KB,connection=cold/h2/builtin/cubic", "a/page/objects=10,size=10KB,connection=cold/h3/builtin/cubic",
 		"a/page/objects=10,size=10KB,connection=cold/h2/chromium/cubic", "a/page/objects=10,size=10KB,connection=cold/h3/chromium/cubic",
+		"a/handshake/mode=full/h2/builtin/cubic",
 	})
 }
 

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/model"
@@ -21,7 +22,9 @@ const QuickIterations = 2
 //     sizes at 1MB (cpu: 10MB), objects, requests and segments at 10 and
 //     stream intervals at 20ms;
 //   - an entry whose capped cells repeat an earlier entry's loses the
-//     repeated values, or the whole entry (a note says which).
+//     repeated values, or the whole entry (a note says which);
+//   - an entry that runs browser clients beside the built-in one keeps
+//     the browsers on its first scenario only (quickBrowsers).
 //
 // The result is named NAME-quick; its YAML is a canonical rendering.
 func (p *Plan) Quick() (*Plan, error) {
@@ -135,7 +138,7 @@ func (p *Plan) Quick() (*Plan, error) {
 		t.index = len(tests)
 		tests = append(tests, t)
 	}
-	d.tests = tests
+	d.tests, notes = quickBrowsers(d, tests, scen, notes)
 
 	q := &Plan{Name: p.Name + "-quick", Seed: p.Seed, Timeout: p.Timeout, d: d}
 	q.Description = "Quick variant of " + p.Name + " (fewer iterations, scenarios and parameter values; every test kept)."
@@ -150,6 +153,72 @@ func (p *Plan) Quick() (*Plan, error) {
 	}
 	out.notes = append(notes, out.notes...)
 	return out, nil
+}
+
+// quickBrowsers splits each of tests that runs a browser client beside a
+// client that is not one over more than one of the kept scenarios scen:
+// the browser clients keep the entry's first scenario only, in an entry
+// of their own after it. A browser's sample costs a browser start and
+// runs alone on the machine; one network suffices to set its results
+// beside the built-in client's in a smoke run. The entries are
+// renumbered; one note says which clients and scenarios.
+func quickBrowsers(d doc, tests []testDoc, scen []scenDoc, notes []string) ([]testDoc, []string) {
+	var out []testDoc
+	var who, where []string
+	for _, t := range tests {
+		clients := t.clients
+		if clients == nil {
+			clients = d.clients
+		}
+		var browsers, others []string
+		for _, c := range clients {
+			if model.IsBrowser(c) {
+				if clientUnsupported(lookupTest(t.test), c) == "" {
+					browsers = append(browsers, c)
+				}
+			} else {
+				others = append(others, c)
+			}
+		}
+		names := t.scenarios
+		if names == nil {
+			for _, s := range scen {
+				if s.name != "" {
+					names = append(names, s.name)
+				} else {
+					names = append(names, gridPointName(s))
+				}
+			}
+		}
+		if len(browsers) == 0 || len(others) == 0 || len(names) < 2 {
+			t.index = len(out)
+			out = append(out, t)
+			continue
+		}
+		b := t
+		t.clients, t.index = others, len(out)
+		b.clients, b.index = browsers, len(out)+1
+		b.scenarios, b.scenAt = names[:1], make([]pos, 1)
+		b.params = append([]paramVals(nil), t.params...)
+		out = append(out, t, b)
+		for _, c := range browsers {
+			if !contains(who, c) {
+				who = append(who, c)
+			}
+		}
+		if !contains(where, names[0]) {
+			where = append(where, names[0])
+		}
+	}
+	if len(who) > 0 {
+		subject := "client " + who[0] + " runs"
+		if len(who) > 1 {
+			subject = "clients " + strings.Join(who, ", ") + " run"
+		}
+		notes = append(notes, fmt.Sprintf("quick: %s beside the built-in client on each test's first scenario only (%s): browser samples run alone",
+			subject, strings.Join(where, ", ")))
+	}
+	return out, notes
 }
 
 func gridPointName(s scenDoc) string {

@@ -5,7 +5,7 @@ package plan
 const TestDownload = "download"
 
 func init() {
-	register(&testDef{seq: 40, name: TestDownload, metric: "goodput_mbps", unit: "Mbit/s", higher: true, raw: true,
+	register(&testDef{seq: 40, name: TestDownload, metric: "goodput_mbps", unit: "Mbit/s", bench: true, higher: true, raw: true,
 		params:   []paramDef{withDefault(pSize100GB, "1MB")},
 		estimate: (*estModel).fetchDown,
 	})

@@ -7,7 +7,7 @@ import "time"
 const TestLatency = "latency"
 
 func init() {
-	register(&testDef{seq: 10, name: TestLatency, metric: "latency_ms", unit: "ms", raw: true,
+	register(&testDef{seq: 10, name: TestLatency, metric: "latency_ms", unit: "ms", bench: true, raw: true,
 		params: []paramDef{
 			{name: "requests", kind: kindInt, def: "20", min: 1, max: 100000, quickMax: 10, field: func(p *Params) any { return &p.Requests }},
 			{name: "size", kind: kindSize, def: "0B", min: 0, max: 100 * mb, quickMax: mb, field: fieldSize},

@@ -7,7 +7,7 @@ import "time"
 const TestMultiplex = "multiplex"
 
 func init() {
-	register(&testDef{seq: 60, name: TestMultiplex, metric: "span_ms", unit: "ms",
+	register(&testDef{seq: 60, name: TestMultiplex, metric: "span_ms", unit: "ms", bench: true,
 		params: []paramDef{
 			pObjects,
 			{name: "size", kind: kindSize, def: "100KB", min: 1, max: 10 * gb, quickMax: mb, field: fieldSize},

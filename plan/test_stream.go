@@ -7,7 +7,7 @@ import "time"
 const TestStream = "stream"
 
 func init() {
-	register(&testDef{seq: 70, name: TestStream, metric: "interval_p95_ms", unit: "ms",
+	register(&testDef{seq: 70, name: TestStream, metric: "interval_p95_ms", unit: "ms", bench: true,
 		params: []paramDef{
 			{name: "segments", kind: kindInt, def: "20", min: 2, max: 100000, quickMax: 10, field: func(p *Params) any { return &p.Segments }},
 			{name: "interval", kind: kindDuration, def: "50ms", min: 0, max: 60 * sec, quickMax: int64(20 * time.Millisecond), field: func(p *Params) any { return &p.Interval }},

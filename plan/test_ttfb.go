@@ -5,7 +5,7 @@ package plan
 const TestTTFB = "ttfb"
 
 func init() {
-	register(&testDef{seq: 20, name: TestTTFB, metric: "ttfb_ms", unit: "ms", raw: true,
+	register(&testDef{seq: 20, name: TestTTFB, metric: "ttfb_ms", unit: "ms", bench: true, raw: true,
 		params: []paramDef{
 			{name: "size", kind: kindSize, def: "1KB", min: 1, max: 100 * gb, quickMax: mb, field: fieldSize},
 		},

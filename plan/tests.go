@@ -69,7 +69,8 @@ type testDef struct {
 	unit    string
 	higher  bool
 	raw     bool // raw tcp and quic transports take part
-	browser bool // the chromium and lighthouse clients can run it
+	browser bool // the chromium and lighthouse clients can run it (page loads)
+	bench   bool // the browser clients but lighthouse run it in the bench page (bench.go)
 	params  []paramDef
 	// estimate is the client's part of one sample over the path m (the
 	// test's preparation and its measured part); inBrowser for the

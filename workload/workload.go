@@ -113,6 +113,10 @@ type Executor struct {
 	Lighthouse BrowserLoader
 	// Firefox takes the client=firefox samples.
 	Firefox BrowserLoader
+	// ChromiumBench and FirefoxBench run the bench page (bench.go) for
+	// the client=chromium and client=firefox samples of the tests other
+	// than page and site.
+	ChromiumBench, FirefoxBench BrowserBench
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -168,8 +172,11 @@ type run struct {
 	builtin func(ctx context.Context, e *Executor, spec endpoint.FetchSpec, p plan.Params) (*Result, error)
 	// path is the path of the page a page-loading test loads, with every
 	// client (builtin finds it as spec.Paths[0]); nil for the tests the
-	// browser clients do not run.
+	// browser clients do not run as page loads.
 	path func(p plan.Params) string
+	// bench is how the browser clients run the test in the bench page;
+	// nil for the tests they do not run there.
+	bench *benchRun
 }
 
 // runs are the tests' runs, by test name.
@@ -193,6 +200,9 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
 	}
 	if model.IsBrowser(req.Client) {
+		if r.path == nil && req.Client != model.ClientLighthouse {
+			return e.benchSample(ctx, req, r)
+		}
 		return e.browserSample(ctx, req, r)
 	}
 	if req.Client == model.ClientAioquic {

@@ -1,0 +1,76 @@
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Bench starts a browser with a fresh profile (as Load does), navigates to
+// opts.URL, waits for the load event, evaluates the JavaScript expression
+// expr there, awaiting the promise it returns, and closes the browser on
+// every path. It returns the string the promise resolved to: quicbench's
+// bench page (workload.BenchResultJS) resolves to its result as JSON.
+// The navigation and the evaluation together are bounded by opts.Timeout.
+// Errors are those of Session.Bench, and of NewSession and Close.
+func Bench(ctx context.Context, opts Options, expr string) ([]byte, error) {
+	o, err := opts.validate(true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSession(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Bench(ctx, o.URL, expr)
+	if cerr := s.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return out, err
+}
+
+// Bench navigates the session's tab to pageURL, waits for the load event,
+// evaluates expr there (awaiting the promise it returns) and returns the
+// string it resolved to. Errors:
+//   - *TimeoutError when the navigation and the evaluation together took
+//     longer than Options.Timeout (the tab is stopped);
+//   - *NavigationError when Chromium failed the navigation itself (with
+//     h3, a QUIC connection that could not be made);
+//   - an error naming the exception when expr threw or its promise was
+//     rejected, or when it did not resolve to a string;
+//   - ctx's error when ctx ended first.
+//
+// Bench does not check protocols: the page's own result carries its
+// Resource Timing entries, which the caller checks.
+func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, errors.New("browser: Bench on a closed Session")
+	}
+	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+		return nil, fmt.Errorf("browser: Bench: URL: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(s.bctx, s.opts.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+
+	_, err := chromedp.Run(lctx, chromedp.NavigateResponse(pageURL))
+	var out string
+	if err == nil {
+		out, err = chromedp.Run(lctx, chromedp.Evaluate[string](expr, chromedp.EvalAwaitPromise))
+		var ee *chromedp.ExceptionError
+		if errors.As(err, &ee) && lctx.Err() == nil {
+			return nil, fmt.Errorf("browser: %s: the page's script failed: %w", pageURL, err)
+		}
+	}
+	if err != nil {
+		err = s.loadError(ctx, lctx, pageURL, err)
+		sctx, scancel := context.WithTimeout(s.bctx, closeGrace)
+		_ = chromedp.Do(sctx, chromedp.Stop())
+		scancel()
+		return nil, err
+	}
+	return []byte(out), nil
+}

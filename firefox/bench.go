@@ -1,0 +1,69 @@
+package firefox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Bench starts a browser with a fresh profile, loads opts.URL (quicbench's
+// bench page), evaluates expr there, and closes the browser again on every
+// path. See Session.Bench.
+func Bench(ctx context.Context, opts Options, expr string) ([]byte, error) {
+	o, _, err := opts.validate(true)
+	if err != nil {
+		return nil, err
+	}
+	s, err := NewSession(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Bench(ctx, o.URL, expr)
+	if cerr := s.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	return out, err
+}
+
+// Bench navigates the session's tab to pageURL, waits for the load event,
+// then evaluates expr (a promise of a string: the page's JSON result,
+// workload.BenchResultJS) and returns that string. The page does the
+// measuring; the whole, load and evaluation, must end within
+// Options.Timeout. Errors are those of Session.Load (a navigation or
+// timeout error), or the script's exception.
+func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, errClosed
+	}
+	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+		return nil, fmt.Errorf("firefox: Bench: URL: %w", err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	err := s.bidi.call(lctx, "browsingContext.navigate", map[string]any{
+		"context": s.context, "url": pageURL, "wait": "complete",
+	}, nil)
+	if err != nil {
+		return nil, s.loadError(ctx, lctx, pageURL, err)
+	}
+	var r struct {
+		Type   string `json:"type"` // "success" or "exception"
+		Result struct {
+			Type  string `json:"type"`
+			Value string `json:"value"`
+		} `json:"result"`
+		ExceptionDetails struct {
+			Text string `json:"text"`
+		} `json:"exceptionDetails"`
+	}
+	err = s.bidi.call(lctx, "script.evaluate", map[string]any{
+		"expression": expr, "target": map[string]string{"context": s.context}, "awaitPromise": true,
+	}, &r)
+	if err != nil {
+		return nil, s.loadError(ctx, lctx, pageURL, err)
+	}
+	if r.Type != "success" || r.Result.Type != "string" {
+		return nil, fmt.Errorf("firefox: %s: the page's script failed: %s %s", pageURL, r.Type, r.ExceptionDetails.Text)
+	}
+	return []byte(r.Result.Value), nil
+}
