@@ -56,7 +56,6 @@ const BenchResultJS = `(async () => {
 // benchVersion is the version of the bench page's result format.
 const benchVersion = 1
 
-
 // benchRun is how the browser clients run a test in the bench page.
 type benchRun struct {
 	// query returns the test's parameters for the page's URL (test= is
