@@ -18,6 +18,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/traffic"
 )
 
 func init() { Register("testbed", newTestbedCmd) }
@@ -85,6 +86,7 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 		name                       string
 		asJSON                     bool
 		noOffload, noRealtime, pin bool
+		competing                  string
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--link SPEC | --up SPEC --down SPEC] [--seed N] [--cc cubic] [--name NAME]",
@@ -97,10 +99,15 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 	cmd.Flags().BoolVar(&noOffload, "no-offload", false, "move one wire packet per system call (no TSO/USO on the TUN devices)")
 	cmd.Flags().BoolVar(&noRealtime, "no-realtime", false, "keep the emulator threads on the normal scheduler (no SCHED_FIFO)")
 	cmd.Flags().BoolVar(&pin, "pin", false, "pin the emulator threads to a CPU of their own (see docs/performance.md); run server and client with the printed taskset")
+	cmd.Flags().StringVar(&competing, "competing", "", `background flows that share the link while the testbed is up, server to client, e.g. "tcp cc cubic count 2; udp rate 5mbit" (docs/plan-format.md, "Competing traffic"); their goodput is printed when the testbed is removed`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		up, down, err := lf.Links()
 		if err != nil {
 			return err
+		}
+		spec, err := traffic.Parse(competing)
+		if err != nil {
+			return Usage(fmt.Errorf("--competing: %w", err), "clauses: tcp [cc NAME] [count N]; quic [count N]; udp rate RATE [count N]; web [size SIZE] [off DURATION] [cc NAME] [count N]")
 		}
 		if os.Geteuid() != 0 {
 			return &ExitError{Code: ExitEnv, Err: errors.New("testbed up needs root: other processes must be able to enter its namespaces (/run/netns)"),
@@ -122,7 +129,24 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 			printTestbed(env.Stdout, tb)
 		}
 		fmt.Fprintf(env.Stderr, "quicbench testbed: %s\n", ccNote(tb))
+		var flows *traffic.Session
+		if len(spec.Flows) > 0 {
+			if flows, err = traffic.Start(ctx, tb, spec.Flows, traffic.Options{Seed: lf.Seed}); err != nil {
+				return &ExitError{Code: ExitFailure, Err: fmt.Errorf("competing flows: %w", err)}
+			}
+			fmt.Fprintf(env.Stderr, "quicbench testbed: %d competing flow(s) running, server to client\n", spec.Count())
+		}
 		<-ctx.Done()
+		if flows != nil {
+			took := time.Since(flows.Started())
+			for _, f := range flows.Stop() {
+				line := fmt.Sprintf("competing %s: %d bytes, %.2f Mbit/s", f.Label, f.Bytes, float64(f.Bytes)*8/took.Seconds()/1e6)
+				if f.Err != "" {
+					line += " (failed: " + f.Err + ")"
+				}
+				fmt.Fprintln(env.Stderr, line)
+			}
+		}
 		upC, downC := tb.Counters()
 		if err := tb.Close(); err != nil {
 			return err

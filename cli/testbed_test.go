@@ -9,6 +9,8 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,6 +166,7 @@ func TestTestbedUpBadSpecCreatesNothing(t *testing.T) {
 		{"testbed", "up", "--name", name, "--down", "rate 0"},
 		{"testbed", "up", "--name", name, "--link", "delay 1ms", "--down", "delay 2ms"},
 		{"testbed", "up", "--name", name, "--cc", "vegas"},
+		{"testbed", "up", "--name", name, "--competing", "udp rate fast"},
 		{"testbed", "up", "--name", "bad name"},
 		{"testbed", "up", "--name", name, "--down", "trace /nonexistent/quicbench.trace"},
 		{"emulate", "--link", "delay -5ms", "--", "true"},
@@ -241,5 +244,68 @@ func TestDoctorCommand(t *testing.T) {
 	code, out, _ = tbCLI(context.Background(), "doctor")
 	if code != 0 || !strings.Contains(out, "mode: root") {
 		t.Fatalf("doctor text: %d %q", code, out)
+	}
+}
+
+// testbed up --competing runs the flows while the testbed is up and says
+// what each moved when it is removed: through a 10 Mbit/s link, a 4 Mbit/s
+// UDP flow and a TCP flow together never exceed the link.
+func TestTestbedUpCompeting(t *testing.T) {
+	requireRootCLI(t)
+	name := uniqueName("cmp")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		code        int
+		out, errout string
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, o, e := tbCLI(ctx, "testbed", "up", "--name", name, "--link", "rate 10mbit delay 5ms", "--competing", "udp rate 4mbit; tcp cc cubic")
+		done <- result{c, o, e}
+	}()
+	t.Cleanup(func() { netns.Down(context.Background(), name) })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := netns.Lookup(name); err == nil {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("testbed up exited %d: %s %s", r.code, r.out, r.errout)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("testbed up did not come up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // let the flows share the link
+	cancel()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("testbed up did not return")
+	}
+	if r.code != 0 {
+		t.Fatalf("testbed up exited %d: %s", r.code, r.errout)
+	}
+	total := 0.0
+	for _, kind := range []string{"udp", "tcp"} {
+		re := regexp.MustCompile(`competing ` + kind + `[^:]*: (\d+) bytes, ([0-9.]+) Mbit/s\n`)
+		m := re.FindStringSubmatch(r.errout)
+		if m == nil {
+			t.Fatalf("no %s flow line in %q", kind, r.errout)
+		}
+		mbps, _ := strconv.ParseFloat(m[2], 64)
+		if mbps <= 0 {
+			t.Errorf("%s flow moved nothing: %s", kind, m[0])
+		}
+		total += mbps
+	}
+	// 2% for the bins at the edges of the measured time.
+	if total > 10*1.02 {
+		t.Errorf("competing flows moved %.2f Mbit/s together through a 10 Mbit/s link:\n%s", total, r.errout)
 	}
 }
