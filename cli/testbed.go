@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/quicbench/quicbench/competing"
 	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/traffic"
@@ -86,7 +87,7 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 		name                       string
 		asJSON                     bool
 		noOffload, noRealtime, pin bool
-		competing                  string
+		competingSpec              string
 	)
 	cmd := &cobra.Command{
 		Use:   "up [--link SPEC | --up SPEC --down SPEC] [--seed N] [--cc cubic] [--name NAME]",
@@ -99,13 +100,13 @@ func newTestbedUpCmd(env *Env) *cobra.Command {
 	cmd.Flags().BoolVar(&noOffload, "no-offload", false, "move one wire packet per system call (no TSO/USO on the TUN devices)")
 	cmd.Flags().BoolVar(&noRealtime, "no-realtime", false, "keep the emulator threads on the normal scheduler (no SCHED_FIFO)")
 	cmd.Flags().BoolVar(&pin, "pin", false, "pin the emulator threads to a CPU of their own (see docs/performance.md); run server and client with the printed taskset")
-	cmd.Flags().StringVar(&competing, "competing", "", `background flows that share the link while the testbed is up, server to client, e.g. "tcp cc cubic count 2; udp rate 5mbit" (docs/plan-format.md, "Competing traffic"); their goodput is printed when the testbed is removed`)
+	cmd.Flags().StringVar(&competingSpec, "competing", "", `background flows that share the link while the testbed is up, server to client, e.g. "tcp cc cubic count 2; udp rate 5mbit" (docs/plan-format.md, "Competing traffic"); their goodput is printed when the testbed is removed`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		up, down, err := lf.Links()
 		if err != nil {
 			return err
 		}
-		spec, err := traffic.Parse(competing)
+		spec, err := competing.Parse(competingSpec)
 		if err != nil {
 			return Usage(fmt.Errorf("--competing: %w", err), "clauses: tcp [cc NAME] [count N]; quic [count N]; udp rate RATE [count N]; web [size SIZE] [off DURATION] [cc NAME] [count N]")
 		}

@@ -6,8 +6,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/quicbench/quicbench/competing"
 	"github.com/quicbench/quicbench/model"
-	"github.com/quicbench/quicbench/traffic"
 )
 
 // FactorCompeting is the factor under which a cell carries the competing
@@ -43,7 +43,7 @@ func (d *decoder) competing(f map[string]field, path string, s *scenDoc) {
 		}
 		text = t
 	}
-	sp, err := traffic.Parse(text)
+	sp, err := competing.Parse(text)
 	if err != nil {
 		d.fail(v.val, p, err.Error())
 		return
@@ -65,12 +65,12 @@ func competingFactor(s *scenDoc, scs []Scenario) {
 
 // Competing returns the competing traffic of a cell (no flows when it has
 // none).
-func Competing(c *model.Cell) (traffic.Spec, error) {
+func Competing(c *model.Cell) (competing.Spec, error) {
 	v, ok := c.Factor(FactorCompeting)
 	if !ok {
-		return traffic.Spec{}, nil
+		return competing.Spec{}, nil
 	}
-	sp, err := traffic.Parse(v)
+	sp, err := competing.Parse(v)
 	if err != nil {
 		return sp, fmt.Errorf("cell %s: %w", c.Key, err)
 	}

@@ -8,10 +8,10 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/quicbench/quicbench/competing"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/stats"
-	"github.com/quicbench/quicbench/traffic"
 )
 
 // shareRow is one protocol's line of a fairness shares table: the medians
@@ -40,7 +40,7 @@ func fairnessCharts(g *stats.Group) (chartGroup, bool) {
 			continue
 		}
 		var lines []lineSeries
-		for i, se := range seriesOf(s, traffic.SeriesThroughput) {
+		for i, se := range seriesOf(s, competing.SeriesThroughput) {
 			pts := make(plotter.XYs, len(se.Points))
 			for k, p := range se.Points {
 				pts[k] = plotter.XY{X: float64(p.T) / 1e9, Y: p.V}

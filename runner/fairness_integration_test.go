@@ -4,16 +4,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/quicbench/quicbench/competing"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
-	"github.com/quicbench/quicbench/traffic"
 )
 
 // TestFairnessQuickPlan runs the quick variant of the built-in plan
 // fairness (the CI's run of it) and checks its physics: two identical QUIC
 // flows share the bottleneck (Jain's index over the steady part at least
-// traffic.FairTolerance), no sample's flows receive more than the 10 Mbit/s
-// bottleneck carries (plus traffic.CapacityMargin), every sample with
+// competing.FairTolerance), no sample's flows receive more than the 10 Mbit/s
+// bottleneck carries (plus competing.CapacityMargin), every sample with
 // competing traffic records it and the machine's CPU, and latency over a
 // drop-tail queue of 2 BDP grows once a competing download fills it.
 func TestFairnessQuickPlan(t *testing.T) {
@@ -59,15 +59,15 @@ func TestFairnessQuickPlan(t *testing.T) {
 			fair++
 			t.Logf("%s it %d: jain %.3f share %.3f measured %.2f + competing %.2f Mbit/s", c.Key, s.Iteration,
 				m["jain_index"], m["share"], m["goodput_mbps"], m["competing_goodput_mbps"])
-			if total := m["goodput_mbps"] + m["competing_goodput_mbps"]; total > 10*traffic.CapacityMargin || total <= 0 {
+			if total := m["goodput_mbps"] + m["competing_goodput_mbps"]; total > 10*competing.CapacityMargin || total <= 0 {
 				t.Errorf("%s it %d: the flows received %.2f Mbit/s through a 10 Mbit/s bottleneck", c.Key, s.Iteration, total)
 			}
-			if c.Protocol == model.ProtoH3 && m["jain_index"] < traffic.FairTolerance {
-				t.Errorf("%s it %d: h3 vs h3 Jain's index %.3f, want >= %.2f", c.Key, s.Iteration, m["jain_index"], traffic.FairTolerance)
+			if c.Protocol == model.ProtoH3 && m["jain_index"] < competing.FairTolerance {
+				t.Errorf("%s it %d: h3 vs h3 Jain's index %.3f, want >= %.2f", c.Key, s.Iteration, m["jain_index"], competing.FairTolerance)
 			}
 			n := 0
 			for _, ser := range s.Timelines {
-				if ser.Kind == traffic.SeriesThroughput {
+				if ser.Kind == competing.SeriesThroughput {
 					n++
 				}
 			}
@@ -76,7 +76,7 @@ func TestFairnessQuickPlan(t *testing.T) {
 			}
 		case plan.TestLatency:
 			lat[c.Scenario] = append(lat[c.Scenario], m["latency_ms"])
-			if c.Scenario == "load-dt" && m["competing_goodput_mbps"] > 10*traffic.CapacityMargin {
+			if c.Scenario == "load-dt" && m["competing_goodput_mbps"] > 10*competing.CapacityMargin {
 				t.Errorf("%s it %d: competing flow received %.2f Mbit/s through a 10 Mbit/s bottleneck", c.Key, s.Iteration, m["competing_goodput_mbps"])
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quicbench/quicbench/competing"
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
@@ -52,7 +53,7 @@ func (r *slot) callWithTraffic(ctx context.Context, c *model.Cell, req workload.
 	from := t0.Sub(sess.Started())
 	for i, f := range flows {
 		moved += b1[i] - b0[i]
-		series = append(series, traffic.Series(f, sess.Bin(), from, t1.Sub(sess.Started())))
+		series = append(series, competing.Series(f, sess.Bin(), from, t1.Sub(sess.Started())))
 		if f.Err != "" && res.Status == model.StatusOK {
 			res.Status, res.Error = model.StatusFailed, fmt.Sprintf("competing flow %s failed: %s", f.Label, f.Err)
 		}
@@ -71,13 +72,13 @@ func (r *slot) callWithTraffic(ctx context.Context, c *model.Cell, req workload.
 // fairnessSample runs the fairness test: the cell's flow (TCP with the
 // cell's congestion control, or QUIC) and the competing flows start
 // together and run for the test's duration.
-func (r *slot) fairnessSample(ctx context.Context, c *model.Cell, req workload.Request, sp traffic.Spec, seed uint64) (*workload.Result, []model.Series, error) {
-	measured := traffic.Flow{Kind: traffic.KindTCP, CC: c.CC, Count: 1}
+func (r *slot) fairnessSample(ctx context.Context, c *model.Cell, req workload.Request, sp competing.Spec, seed uint64) (*workload.Result, []model.Series, error) {
+	measured := competing.Flow{Kind: competing.KindTCP, CC: c.CC, Count: 1}
 	if model.IsQUIC(c.Protocol) {
-		measured = traffic.Flow{Kind: traffic.KindQUIC, Count: 1}
+		measured = competing.Flow{Kind: competing.KindQUIC, Count: 1}
 	}
 	cpu0, cpuErr0 := sysinfo.ReadCPUTimes()
-	sess, err := traffic.Start(ctx, r.tb, append([]traffic.Flow{measured}, sp.Flows...), traffic.Options{Seed: seed})
+	sess, err := traffic.Start(ctx, r.tb, append([]competing.Flow{measured}, sp.Flows...), traffic.Options{Seed: seed})
 	if err != nil {
 		return trafficFailed(err), nil, nil
 	}
@@ -95,7 +96,7 @@ func (r *slot) fairnessSample(ctx context.Context, c *model.Cell, req workload.R
 			res.Status, res.Error = model.StatusFailed, fmt.Sprintf("flow %s failed: %s", f.Label, f.Err)
 		}
 	}
-	sum := traffic.Summarize(flows, sess.Bin())
+	sum := competing.Summarize(flows, sess.Bin())
 	m := res.Metrics
 	m["jain_index"] = sum.Jain
 	m["flows"] = float64(len(flows))
@@ -106,7 +107,7 @@ func (r *slot) fairnessSample(ctx context.Context, c *model.Cell, req workload.R
 	m["steady_start_s"] = sum.SteadyStart.Seconds()
 	var series []model.Series
 	for _, f := range flows {
-		series = append(series, traffic.Series(f, sess.Bin(), 0, 0))
+		series = append(series, competing.Series(f, sess.Bin(), 0, 0))
 	}
 	busy(m, cpu0, cpuErr0)
 	// Flows run in the runner's process: the endpoints' CPU is not theirs.

@@ -1,6 +1,16 @@
+// Package traffic runs the flows that share the emulated bottleneck with a
+// measured one, as package competing describes them: each flow's sender runs
+// in the testbed's server namespace and its receiver in the client namespace
+// (sockets opened through netns.Testbed.Do by the calling process), so
+// every flow crosses the emulated link in the same direction as a
+// download; the receiver counts the bytes it reads in fixed bins, which
+// give each flow's goodput over time (competing.FlowResult). The fairness
+// test runs its measured flow with the same machinery.
 package traffic
 
 import (
+	"github.com/quicbench/quicbench/competing"
+
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -42,19 +52,9 @@ type Options struct {
 	Seed uint64        // seeds the web flows' draws
 }
 
-// FlowResult is what one flow's receiver counted.
-type FlowResult struct {
-	Flow  Flow    // the flow (Count 1)
-	Index int     // its position among the session's flows, from 0
-	Label string  // Flow.Label, with "#N" when the spec had several alike
-	Bins  []int64 // bytes received in each bin from the session's start
-	Bytes int64   // all bytes received
-	Err   string  // why the flow failed, "" when it ran until stopped
-}
-
 // flow is one running flow.
 type flow struct {
-	f     Flow
+	f     competing.Flow
 	label string
 	total atomic.Int64
 	bins  []int64 // written by the receiver goroutine only
@@ -74,13 +74,13 @@ type Session struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	once   sync.Once
-	res    []FlowResult
+	res    []competing.FlowResult
 }
 
 // Start opens the connections of every flow of s (each of a Count expands
 // to its own flow) between tb's namespaces, then starts all of them at
 // once. An error leaves nothing open.
-func Start(ctx context.Context, tb Testbed, flows []Flow, opt Options) (*Session, error) {
+func Start(ctx context.Context, tb Testbed, flows []competing.Flow, opt Options) (*Session, error) {
 	if opt.Bin <= 0 {
 		opt.Bin = DefaultBin
 	}
@@ -104,7 +104,7 @@ func Start(ctx context.Context, tb Testbed, flows []Flow, opt Options) (*Session
 	}
 	var ca *certs.CA
 	for _, fl := range ss.flows {
-		if fl.f.Kind == KindQUIC && ca == nil {
+		if fl.f.Kind == competing.KindQUIC && ca == nil {
 			var err error
 			if ca, err = certs.NewCA(); err != nil {
 				return nil, fmt.Errorf("competing traffic: %w", err)
@@ -116,13 +116,13 @@ func Start(ctx context.Context, tb Testbed, flows []Flow, opt Options) (*Session
 	for i, fl := range ss.flows {
 		var err error
 		switch fl.f.Kind {
-		case KindTCP:
+		case competing.KindTCP:
 			err = fl.setupTCP(sctx, tb)
-		case KindQUIC:
+		case competing.KindQUIC:
 			err = fl.setupQUIC(sctx, tb, ca)
-		case KindUDP:
+		case competing.KindUDP:
 			err = fl.setupUDP(tb)
-		case KindWeb:
+		case competing.KindWeb:
 			err = fl.setupWeb(tb, opt.Seed, uint64(i))
 		default:
 			err = fmt.Errorf("unknown flow kind %q", fl.f.Kind)
@@ -180,7 +180,7 @@ func (s *Session) Bytes() []int64 {
 
 // Stop stops every flow, closes its sockets and returns what each
 // received. It is idempotent.
-func (s *Session) Stop() []FlowResult {
+func (s *Session) Stop() []competing.FlowResult {
 	s.once.Do(func() {
 		elapsed := time.Since(s.start)
 		s.cancel()
@@ -195,7 +195,7 @@ func (s *Session) Stop() []FlowResult {
 			for len(bins) < n {
 				bins = append(bins, 0)
 			}
-			r := FlowResult{Flow: f.f, Index: i, Label: f.label, Bins: bins, Bytes: f.total.Load()}
+			r := competing.FlowResult{Flow: f.f, Index: i, Label: f.label, Bins: bins, Bytes: f.total.Load()}
 			if f.err != nil {
 				r.Err = f.err.Error()
 			}

@@ -1,4 +1,4 @@
-package traffic
+package competing
 
 import (
 	"time"
@@ -105,3 +105,13 @@ const (
 	// delivered just before the window and read in it.
 	CapacityMargin = 1.02
 )
+
+// FlowResult is what one flow's receiver counted.
+type FlowResult struct {
+	Flow  Flow    // the flow (Count 1)
+	Index int     // its position among the session's flows, from 0
+	Label string  // Flow.Label, with "#N" when the spec had several alike
+	Bins  []int64 // bytes received in each bin from the session's start
+	Bytes int64   // all bytes received
+	Err   string  // why the flow failed, "" when it ran until stopped
+}

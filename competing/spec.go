@@ -1,18 +1,16 @@
-// Package traffic runs the flows that share the emulated bottleneck with
-// a measured one: bulk TCP downloads with a chosen congestion control, bulk
-// QUIC downloads, constant-rate UDP and a seeded on/off web-like source.
-// Each flow's sender runs in the testbed's server namespace and its
-// receiver in the client namespace (sockets opened through netns.Testbed.Do
-// by the calling process), so every flow crosses the emulated link in the
-// same direction as a download; the receiver counts the bytes it reads in
-// fixed bins, which give each flow's goodput over time.
-//
-// A competing-traffic spec (Parse) is the text a plan's scenario gives
-// under competing, and that `quicbench testbed up --competing` takes; the
-// fairness test runs the measured flow with the same machinery
-// (Session, Fairness). docs/plan-format.md describes the grammar and
-// docs/metrics.md the metrics.
-package traffic
+// Package competing is the vocabulary of competing traffic: the spec
+// grammar of the flows that share the emulated bottleneck with a measured
+// one (Parse: bulk TCP with a chosen congestion control, bulk QUIC,
+// constant-rate UDP, a seeded on/off web-like source), what a flow's
+// receiver counted (FlowResult), and the fairness figures computed from it
+// (Jain's index, shares over the steady part, throughput timelines). A
+// plan's scenario gives such a spec under competing, and `quicbench
+// testbed up --competing` takes one; package traffic runs the flows. It
+// needs no testbed, so plans and reports read it without importing one.
+// docs/plan-format.md describes the grammar and docs/metrics.md the
+// metrics.
+package competing
+
 
 import (
 	"errors"
