@@ -33,6 +33,14 @@ type tcpSeen struct {
 	info          *unix.TCPInfo // its tcp_info at the last reading
 }
 
+// serverPort is the server side's port of the socket's connection.
+func (x tcpSeen) serverPort() uint16 {
+	if x.side == netns.Server {
+		return x.local.Port()
+	}
+	return x.remote.Port()
+}
+
 // ccWatch reads, from the kernel, the congestion control of every TCP
 // socket that connects the client and the server namespace while a sample
 // runs, quicbench's own or not (a browser, a third-party server).

@@ -32,6 +32,10 @@ type slot struct {
 	// while another implementation serves (a plan with server: [...]
 	// alternates between them at group boundaries).
 	parked map[string]*serverProc
+	// competingPorts are the server-side ports of the competing flows of
+	// the sample being taken (package traffic), whose connections are not
+	// the sample's.
+	competingPorts map[uint16]bool
 	// tbSysctls are the testbed's sysctls when the environment was last
 	// recorded (recordEnv).
 	tbSysctls map[string]string

@@ -267,10 +267,15 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	r.conc.begin(r.id)
 
 	ccw := watchCC(r.tb)
+	r.competingPorts = nil
 	res, serverSeries, err := r.callWithTraffic(ctx, c, req, step.Seed) // runner/traffic.go
 	s.Concurrency = r.conc.end(r.id)
 	w.end = time.Now()
 	seen, ccErr := ccw.finish()
+	// The competing flows' connections run their own congestion control
+	// (their spec's, which package traffic checks) and are not the
+	// sample's: they neither count as its transport nor against its cc.
+	seen = slices.DeleteFunc(seen, func(x tcpSeen) bool { return r.competingPorts[x.serverPort()] })
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,7 @@ func (r *slot) callWithTraffic(ctx context.Context, c *model.Cell, req workload.
 		return trafficFailed(err), nil, nil
 	}
 	defer sess.Stop()
+	r.noteCompeting(sess.Ports())
 	select {
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
@@ -83,6 +84,7 @@ func (r *slot) fairnessSample(ctx context.Context, c *model.Cell, req workload.R
 		return trafficFailed(err), nil, nil
 	}
 	defer sess.Stop()
+	r.noteCompeting(sess.Ports()[1:]) // the first flow is the measured one
 	select {
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
@@ -129,4 +131,19 @@ func busy(m map[string]float64, cpu0 sysinfo.CPUTimes, err0 error) {
 // trafficFailed is the result of a sample whose flows could not be started.
 func trafficFailed(err error) *workload.Result {
 	return &workload.Result{Status: model.StatusFailed, Error: err.Error(), Metrics: map[string]float64{}}
+}
+
+// noteCompeting records the server-side ports of the sample's competing
+// flows (0 for flows without TCP connections), whose connections the
+// sample's congestion control check leaves out.
+func (r *slot) noteCompeting(ports []uint16) {
+	for _, p := range ports {
+		if p == 0 {
+			continue
+		}
+		if r.competingPorts == nil {
+			r.competingPorts = map[uint16]bool{}
+		}
+		r.competingPorts[p] = true
+	}
 }

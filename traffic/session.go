@@ -23,6 +23,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -40,10 +41,15 @@ const DefaultBin = 100 * time.Millisecond
 const setupTimeout = 10 * time.Second
 
 // Testbed is what a session needs of a testbed: to open sockets inside a
-// side's namespace and that side's address (*netns.Testbed has both).
+// side's namespace, that side's address, and to give the TCP connections
+// of one server-side port a congestion control of their own
+// (*netns.Testbed has all three: PortCC, because the testbed's routes
+// impose its own congestion control on every connection across the link,
+// whatever a socket asks for).
 type Testbed interface {
 	Do(s netns.Side, fn func() error) error
 	Addr(s netns.Side) netip.Addr
+	PortCC(port uint16, cc string) (remove func(), err error)
 }
 
 // Options tune a session.
@@ -61,6 +67,7 @@ type flow struct {
 	mu    sync.Mutex
 	err   error
 	close []func() // closes its sockets (idempotent)
+	port  uint16   // TCP flows: the server side's port; 0 for others
 	recv  func(ctx context.Context, add func(int))
 	send  func(ctx context.Context)
 }
@@ -169,6 +176,17 @@ func (s *Session) Started() time.Time { return s.start }
 // Bin is the width of the result's bins.
 func (s *Session) Bin() time.Duration { return s.bin }
 
+// Ports returns, for each of the session's flows in order, the server-side
+// port of its TCP connections (0 for QUIC and UDP flows): a reader of the
+// namespaces' sockets tells the flows' connections from a sample's by it.
+func (s *Session) Ports() []uint16 {
+	out := make([]uint16, len(s.flows))
+	for i, f := range s.flows {
+		out[i] = f.port
+	}
+	return out
+}
+
 // Bytes returns the bytes each flow has received so far, in flow order.
 func (s *Session) Bytes() []int64 {
 	out := make([]int64, len(s.flows))
@@ -242,6 +260,7 @@ func (f *flow) setupTCP(ctx context.Context, tb Testbed) error {
 	if err != nil {
 		return err
 	}
+	f.port = portOf(srv.LocalAddr())
 	f.close = append(f.close, func() { srv.Close() }, func() { cli.Close() })
 	f.send = func(ctx context.Context) {
 		for ctx.Err() == nil {
@@ -266,6 +285,15 @@ func tcpPair(ctx context.Context, tb Testbed, cc string) (net.Conn, net.Conn, er
 		return nil, nil, err
 	}
 	defer ln.Close()
+	if cc != "" {
+		// The route's algorithm applies when the connection is set up;
+		// the connection keeps it once the rule is gone.
+		remove, err := tb.PortCC(portOf(ln.Addr()), cc)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer remove()
+	}
 	type acc struct {
 		c   net.Conn
 		err error
@@ -290,6 +318,11 @@ func tcpPair(ctx context.Context, tb Testbed, cc string) (net.Conn, net.Conn, er
 			cli.Close()
 			return nil, nil, a.err
 		}
+		if err := checkCC(cc, a.c, cli); err != nil {
+			a.c.Close()
+			cli.Close()
+			return nil, nil, err
+		}
 		return a.c, cli, nil
 	case <-ctx.Done():
 		ln.Close()
@@ -299,6 +332,38 @@ func tcpPair(ctx context.Context, tb Testbed, cc string) (net.Conn, net.Conn, er
 		cli.Close()
 		return nil, nil, ctx.Err()
 	}
+}
+
+// portOf is the port of a TCP listener's address.
+func portOf(a net.Addr) uint16 {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return uint16(t.Port)
+	}
+	return 0
+}
+
+// checkCC makes sure that both ends of a new TCP connection run cc (""
+// asks for nothing): a flow that silently ran another algorithm than its
+// spec says would answer another question.
+func checkCC(cc string, conns ...net.Conn) error {
+	if cc == "" {
+		return nil
+	}
+	for i, c := range conns {
+		sc, ok := c.(syscall.Conn)
+		if !ok {
+			continue
+		}
+		got, err := sockopt.CongestionOf(sc)
+		if err != nil {
+			return fmt.Errorf("reading a flow's congestion control: %w", err)
+		}
+		if got != cc {
+			end := [2]string{"server", "client"}[i]
+			return fmt.Errorf("the flow asked for congestion control %s, its %s socket runs %s", cc, end, got)
+		}
+	}
+	return nil
 }
 
 // readAll reads r until it fails, counting what it reads.
@@ -453,6 +518,15 @@ func (f *flow) setupWeb(tb Testbed, seed, stream uint64) error {
 	if err != nil {
 		return err
 	}
+	if cc != "" {
+		remove, err := tb.PortCC(portOf(ln.Addr()), cc)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		f.close = append(f.close, remove)
+	}
+	f.port = portOf(ln.Addr())
 	var mu sync.Mutex
 	conns := map[net.Conn]bool{}
 	stopped := false

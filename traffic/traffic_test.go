@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,49 @@ func TestKindsWithinBottleneck(t *testing.T) {
 	}
 	if udp := float64(res[1].Bytes) * 8 / d.Seconds() / 1e6; udp < 2 || udp > 4*competing.CapacityMargin {
 		t.Errorf("udp rate 4mbit received %.2f Mbit/s", udp)
+	}
+}
+
+// The testbed's routes give every connection across the link the
+// testbed's congestion control; a competing flow that asks for another
+// gets it all the same (netns.PortCC), on both of its sockets, and the
+// rules that give it are gone once the connection is set up.
+func TestFlowsKeepTheirCC(t *testing.T) {
+	tb := newTestbed(t, "rate 20mbit delay 5ms") // CC cubic
+	res := run(t, tb, "tcp cc bbr; tcp cc reno; tcp", 1500*time.Millisecond)
+	if len(res) != 3 {
+		t.Fatalf("%d flows", len(res))
+	}
+	for _, r := range res {
+		if r.Bytes == 0 {
+			t.Errorf("flow %s moved nothing", r.Label)
+		}
+	}
+	out, err := tb.Command(context.Background(), netns.Server, "ip", "rule", "list").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "sport") {
+		t.Errorf("rules left after the flows connected:\n%s", out)
+	}
+}
+
+// A flow's connection that runs another algorithm than it asked for is
+// refused, naming both.
+func TestCheckCC(t *testing.T) {
+	if err := checkCC(""); err != nil {
+		t.Fatal(err)
+	}
+	tb := newTestbed(t, "delay 1ms")
+	srv, cli, err := tcpPair(context.Background(), tb, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	defer cli.Close()
+	// The testbed's routes carry cubic: asking for bbr afterwards finds cubic.
+	err = checkCC("bbr", srv, cli)
+	if err == nil || !strings.Contains(err.Error(), "asked for congestion control bbr, its server socket runs cubic") {
+		t.Fatalf("checkCC: %v", err)
 	}
 }

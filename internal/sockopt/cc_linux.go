@@ -26,3 +26,18 @@ func congestionControl(name string) Control {
 		return nil
 	}
 }
+
+func congestionOf(c syscall.Conn) (string, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return "", err
+	}
+	var name string
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		name, serr = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	}); err != nil {
+		return "", err
+	}
+	return strings.TrimRight(name, "\x00"), serr
+}

@@ -12,3 +12,7 @@ func congestionControl(string) Control {
 		return errors.New("setting the TCP congestion control is only supported on Linux")
 	}
 }
+
+func congestionOf(syscall.Conn) (string, error) {
+	return "", errors.New("reading the TCP congestion control is only supported on Linux")
+}

@@ -20,3 +20,8 @@ func CongestionControl(name string) Control {
 	}
 	return congestionControl(name)
 }
+
+// CongestionOf returns the TCP congestion control algorithm a connected
+// TCP socket runs (TCP_CONGESTION): the one it chose, or the one its route
+// imposed when it connected. Supported on Linux only.
+func CongestionOf(c syscall.Conn) (string, error) { return congestionOf(c) }
