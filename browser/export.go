@@ -58,3 +58,14 @@ func ReapGroup(pgid int, limit time.Duration) error {
 	reapOrphans(pgid)
 	return err
 }
+
+// CheckURL checks that u is an absolute URL whose scheme fits protocol
+// proto (http:// for h1c, https:// otherwise), as a page load's URL must.
+func CheckURL(u, proto string) error { return checkURL(u, proto) }
+
+// CheckHostPort checks a host:port origin (a port in 1..65535).
+func CheckHostPort(hp string) error { return checkHostPort(hp) }
+
+// RemoveAllRetry removes a browser's profile directory, retrying for a
+// while: a dying browser process may still create files in it.
+func RemoveAllRetry(dir string) error { return removeAllRetry(dir) }

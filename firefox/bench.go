@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/quicbench/quicbench/browser"
 )
 
 // Bench starts a browser with a fresh profile, loads opts.URL (quicbench's
@@ -35,7 +38,7 @@ func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, erro
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+	if err := browser.CheckURL(pageURL, s.opts.Protocol); err != nil {
 		return nil, fmt.Errorf("firefox: Bench: URL: %w", err)
 	}
 	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
@@ -46,6 +49,27 @@ func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, erro
 	if err != nil {
 		return nil, s.loadError(ctx, lctx, pageURL, err)
 	}
+	v, err := s.evaluate(lctx, expr)
+	if err != nil {
+		var se *scriptError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("firefox: %s: the page's script failed: %s", pageURL, se.text)
+		}
+		return nil, s.loadError(ctx, lctx, pageURL, err)
+	}
+	return []byte(v), nil
+}
+
+// scriptError is a script that threw, or returned something else than a
+// string, in Session.evaluate.
+type scriptError struct{ text string }
+
+func (e *scriptError) Error() string { return "script failed: " + e.text }
+
+// evaluate runs the JavaScript expression expr in the session's tab,
+// awaiting it when it is a promise, and returns its value, which must be
+// a string (a *scriptError otherwise, or when it threw).
+func (s *Session) evaluate(ctx context.Context, expr string) (string, error) {
 	var r struct {
 		Type   string `json:"type"` // "success" or "exception"
 		Result struct {
@@ -56,14 +80,14 @@ func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, erro
 			Text string `json:"text"`
 		} `json:"exceptionDetails"`
 	}
-	err = s.bidi.call(lctx, "script.evaluate", map[string]any{
+	err := s.bidi.call(ctx, "script.evaluate", map[string]any{
 		"expression": expr, "target": map[string]string{"context": s.context}, "awaitPromise": true,
 	}, &r)
 	if err != nil {
-		return nil, s.loadError(ctx, lctx, pageURL, err)
+		return "", err
 	}
 	if r.Type != "success" || r.Result.Type != "string" {
-		return nil, fmt.Errorf("firefox: %s: the page's script failed: %s %s", pageURL, r.Type, r.ExceptionDetails.Text)
+		return "", &scriptError{strings.TrimSpace(r.Type + " " + r.ExceptionDetails.Text)}
 	}
-	return []byte(r.Result.Value), nil
+	return r.Result.Value, nil
 }

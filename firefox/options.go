@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"strconv"
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
@@ -125,7 +124,7 @@ func (o Options) validate(needURL bool) (Options, []*x509.Certificate, error) {
 		return bad("Protocol", "%q is not one of h1, h1c, h2, h3", o.Protocol)
 	}
 	if needURL || o.URL != "" {
-		if err := checkURL(o.URL, o.Protocol); err != nil {
+		if err := browser.CheckURL(o.URL, o.Protocol); err != nil {
 			return bad("URL", "%v", err)
 		}
 	}
@@ -133,7 +132,7 @@ func (o Options) validate(needURL bool) (Options, []*x509.Certificate, error) {
 		if o.Protocol != model.ProtoH3 {
 			return bad("H3Origin", "only applies to protocol h3, not %s", o.Protocol)
 		}
-		if err := checkHostPort(o.H3Origin); err != nil {
+		if err := browser.CheckHostPort(o.H3Origin); err != nil {
 			return bad("H3Origin", "%v", err)
 		}
 	}
@@ -231,43 +230,6 @@ func FindExe(exe string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %v", ErrNoFirefox, first)
-}
-
-// checkURL checks that u is an absolute URL whose scheme fits proto.
-func checkURL(u, proto string) error {
-	if u == "" {
-		return errors.New("empty")
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return err
-	}
-	want := "https"
-	if proto == model.ProtoH1C {
-		want = "http"
-	}
-	if p.Scheme != want {
-		return fmt.Errorf("%q: protocol %s needs an %s:// URL", u, proto, want)
-	}
-	if p.Hostname() == "" {
-		return fmt.Errorf("%q has no host", u)
-	}
-	return nil
-}
-
-// checkHostPort checks a host:port origin.
-func checkHostPort(hp string) error {
-	host, port, err := net.SplitHostPort(hp)
-	if err != nil {
-		return fmt.Errorf("%q is not host:port: %v", hp, err)
-	}
-	if host == "" {
-		return fmt.Errorf("%q has no host", hp)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("%q: port %q is not in 1..65535", hp, port)
-	}
-	return nil
 }
 
 // h3Mapping is the value of network.http.http3.alt-svc-mapping-for-testing

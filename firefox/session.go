@@ -267,23 +267,10 @@ func (s *Session) teardown() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := removeAllRetry(s.dir); err != nil {
+	if err := browser.RemoveAllRetry(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("firefox: removing the profile %s: %w", s.dir, err))
 	}
 	return errors.Join(errs...)
-}
-
-// removeAllRetry removes dir; a dying process may still create files in it
-// for a moment, so it tries again briefly.
-func removeAllRetry(dir string) error {
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		err := os.RemoveAll(dir)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // Load starts a browser with a fresh profile, loads opts.URL once, and
@@ -346,7 +333,7 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*browser.Result, er
 	if s.closed.Load() {
 		return nil, errClosed
 	}
-	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+	if err := browser.CheckURL(pageURL, s.opts.Protocol); err != nil {
 		return nil, fmt.Errorf("firefox: Load: URL: %w", err)
 	}
 	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
@@ -388,27 +375,16 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*browser.Result, er
 
 // measure runs measureJS in the tab.
 func (s *Session) measure(ctx context.Context) (measured, error) {
-	var r struct {
-		Type   string `json:"type"` // "success" or "exception"
-		Result struct {
-			Type  string `json:"type"`
-			Value string `json:"value"`
-		} `json:"result"`
-		ExceptionDetails struct {
-			Text string `json:"text"`
-		} `json:"exceptionDetails"`
-	}
 	var m measured
-	err := s.bidi.call(ctx, "script.evaluate", map[string]any{
-		"expression": measureJS, "target": map[string]string{"context": s.context}, "awaitPromise": true,
-	}, &r)
+	v, err := s.evaluate(ctx, measureJS)
 	if err != nil {
+		var se *scriptError
+		if errors.As(err, &se) {
+			return m, fmt.Errorf("firefox: reading the page's timings: %s", se.text)
+		}
 		return m, err
 	}
-	if r.Type != "success" || r.Result.Type != "string" {
-		return m, fmt.Errorf("firefox: reading the page's timings: %s %s", r.Type, r.ExceptionDetails.Text)
-	}
-	if err := json.Unmarshal([]byte(r.Result.Value), &m); err != nil {
+	if err := json.Unmarshal([]byte(v), &m); err != nil {
 		return m, fmt.Errorf("firefox: decoding the page's timings: %w", err)
 	}
 	return m, nil
