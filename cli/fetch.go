@@ -428,57 +428,21 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		}
 	}
 
-	var errs []error
-	enc := json.NewEncoder(env.Stdout)
-	enc.SetIndent("", "  ")
-	for i, p := range paths {
-		opts.URL = scheme + "://" + addr + p
-		res, err := browser.Load(ctx, opts)
-		if errors.Is(err, browser.ErrNoBrowser) {
-			return &ExitError{Code: ExitEnv, Err: err, Hint: "install Chromium (e.g. apt-get install chromium)"}
-		}
-		var oe *browser.OptionError
-		if res == nil && errors.As(err, &oe) {
-			return Usage(err, hint)
-		}
-		if res != nil && res.Status >= 400 {
-			// Like the built-in client: an error page is no measurement.
-			err = errors.Join(err, fmt.Errorf("chromium %s %s: unexpected status %d", o.proto, opts.URL, res.Status))
-		}
-		if o.jsonOut {
-			var jerr error
-			if res != nil {
-				out := struct {
-					*browser.Result
-					Error string `json:"error,omitempty"`
-				}{Result: res}
-				if err != nil {
-					out.Error = err.Error()
-				}
-				jerr = enc.Encode(out)
-			} else {
-				jerr = enc.Encode(struct {
-					URL   string
-					Error string `json:"error"`
-				}{opts.URL, err.Error()})
+	return loadPages(ctx, env, fetchClientChromium, o, scheme+"://"+addr, paths,
+		func(ctx context.Context, url string) (*browser.Result, error) {
+			opts.URL = url
+			return browser.Load(ctx, opts)
+		},
+		func(res *browser.Result, err error) error {
+			if errors.Is(err, browser.ErrNoBrowser) {
+				return &ExitError{Code: ExitEnv, Err: err, Hint: "install Chromium (e.g. apt-get install chromium)"}
 			}
-			if jerr != nil {
-				return jerr
+			var oe *browser.OptionError
+			if res == nil && errors.As(err, &oe) {
+				return Usage(err, hint)
 			}
-		} else {
-			if i > 0 {
-				fmt.Fprintln(env.Stdout)
-			}
-			printBrowserLoad(env.Stdout, fetchClientChromium, o.proto, opts.URL, res, err)
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	return errors.Join(errs...)
+			return nil
+		})
 }
 
 // fetchFirefox loads each page in a fresh headless Firefox and prints what
@@ -519,23 +483,41 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
 		}
 	}
-	ctx := cmd.Context()
+	return loadPages(cmd.Context(), env, fetchClientFirefox, o, scheme+"://"+addr, paths,
+		func(ctx context.Context, url string) (*browser.Result, error) {
+			opts.URL = url
+			return firefox.Load(ctx, opts)
+		},
+		func(res *browser.Result, err error) error {
+			if errors.Is(err, firefox.ErrNoFirefox) || errors.Is(err, firefox.ErrNoCertutil) {
+				return &ExitError{Code: ExitEnv, Err: err, Hint: "install Firefox and NSS's certutil (apt-get install firefox-esr libnss3-tools)"}
+			}
+			var oe *firefox.OptionError
+			if res == nil && errors.As(err, &oe) {
+				return Usage(err, hint)
+			}
+			return nil
+		})
+}
+
+// loadPages loads origin+path for each of paths with load (a browser
+// client's) and prints each result, as text or JSON; fatal says when a
+// load's error ends the command at once (no browser, bad options). A
+// page with an error status is an error, like the built-in client's.
+func loadPages(ctx context.Context, env *Env, client string, o chromiumFetch, origin string, paths []string,
+	load func(ctx context.Context, url string) (*browser.Result, error), fatal func(*browser.Result, error) error) error {
 	var errs []error
 	enc := json.NewEncoder(env.Stdout)
 	enc.SetIndent("", "  ")
 	for i, p := range paths {
-		opts.URL = scheme + "://" + addr + p
-		res, err := firefox.Load(ctx, opts)
-		if errors.Is(err, firefox.ErrNoFirefox) || errors.Is(err, firefox.ErrNoCertutil) {
-			return &ExitError{Code: ExitEnv, Err: err, Hint: "install Firefox and NSS's certutil (apt-get install firefox-esr libnss3-tools)"}
-		}
-		var oe *firefox.OptionError
-		if res == nil && errors.As(err, &oe) {
-			return Usage(err, hint)
+		url := origin + p
+		res, err := load(ctx, url)
+		if ferr := fatal(res, err); ferr != nil {
+			return ferr
 		}
 		if res != nil && res.Status >= 400 {
 			// Like the built-in client: an error page is no measurement.
-			err = errors.Join(err, fmt.Errorf("firefox %s %s: unexpected status %d", o.proto, opts.URL, res.Status))
+			err = errors.Join(err, fmt.Errorf("%s %s %s: unexpected status %d", client, o.proto, url, res.Status))
 		}
 		if o.jsonOut {
 			var jerr error
@@ -552,7 +534,7 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 				jerr = enc.Encode(struct {
 					URL   string
 					Error string `json:"error"`
-				}{opts.URL, err.Error()})
+				}{url, err.Error()})
 			}
 			if jerr != nil {
 				return jerr
@@ -561,7 +543,7 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 			if i > 0 {
 				fmt.Fprintln(env.Stdout)
 			}
-			printBrowserLoad(env.Stdout, fetchClientFirefox, o.proto, opts.URL, res, err)
+			printBrowserLoad(env.Stdout, client, o.proto, url, res, err)
 		}
 		if err != nil {
 			errs = append(errs, err)
