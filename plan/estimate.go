@@ -280,6 +280,13 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 		client = timeout
 	}
 	total := addSat(client, estRunnerOverhead)
+	if c.Test != TestFairness {
+		// Competing flows run their lead time before the measured part
+		// (the fairness test's flows all start together instead).
+		if sp, err := Competing(c); err == nil && len(sp.Flows) > 0 {
+			total = addSat(total, sp.Lead)
+		}
+	}
 	switch {
 	case c.Client == model.ClientFirefox:
 		total = addSat(total, estFirefoxOverhead)
