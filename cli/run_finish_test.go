@@ -107,7 +107,7 @@ func TestRunSummaryOverheadParts(t *testing.T) {
   of which the test's unmeasured preparation (connecting, priming): 0s / 120ms / 120ms over 2 samples
   of which the runner's own work: 4ms / 5ms / 5ms over 2 samples
 per-sample overhead outside the measured part, chromium (p50 / p95 / max): 900ms / 900ms / 900ms over 1 samples
-  of which the test's unmeasured preparation (browser start, priming load): 600ms / 600ms / 600ms over 1 samples
+  of which the test's unmeasured preparation (browser start; a warm page's priming load or the bench page's load): 600ms / 600ms / 600ms over 1 samples
   of which the runner's own work and the browser's teardown: 300ms / 300ms / 300ms over 1 samples
 per-sample overhead outside the measured part, other (p50 / p95 / max): 7ms / 7ms / 7ms over 1 samples
 `

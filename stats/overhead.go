@@ -150,7 +150,7 @@ func OverheadParts(client string, drain, prep bool) []OverheadPart {
 		what := "connecting, priming"
 		switch client {
 		case model.ClientChromium, model.ClientFirefox:
-			what = "browser start, priming load"
+			what = "browser start; a warm page's priming load or the bench page's load"
 		case model.ClientLighthouse:
 			what = "browser start"
 		}
