@@ -11,7 +11,6 @@
 // metrics.
 package competing
 
-
 import (
 	"errors"
 	"fmt"
