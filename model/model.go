@@ -142,6 +142,16 @@ type Cell struct {
 	Warmup         bool     // whether one uncounted warm-up sample precedes them
 }
 
+// ServerImpl returns the cell's server implementation: Server, or
+// ServerQuicbench for a cell made without one (by a caller, or a store,
+// that predates servers).
+func (c *Cell) ServerImpl() string {
+	if c.Server == "" {
+		return ServerQuicbench
+	}
+	return c.Server
+}
+
 // Factor returns the value of the named factor and whether it exists.
 func (c *Cell) Factor(name string) (string, bool) {
 	for _, f := range c.Factors {

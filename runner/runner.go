@@ -447,7 +447,7 @@ func (r *run) newSlot(ctx context.Context, id int) (*slot, error) {
 		t.close()
 		return nil, err
 	}
-	if err := t.startEndpoints(ctx, serverOf(&first), first.CC); err != nil {
+	if err := t.startEndpoints(ctx, first.ServerImpl(), first.CC); err != nil {
 		t.close()
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func (r *slot) reviveServer(ctx context.Context, c *model.Cell, it int) error {
 	}
 	r.srv.Stop(time.Second)
 	r.srv = nil
-	if err := r.startEndpoints(ctx, serverOf(c), r.cc); err != nil {
+	if err := r.startEndpoints(ctx, c.ServerImpl(), r.cc); err != nil {
 		return fmt.Errorf("the server process had exited (%s) and restarting it failed: %w", how, err)
 	}
 	msg := fmt.Sprintf("server process exited (%s) before %s iteration %d; restarted", how, c.Key, it)
@@ -179,14 +179,6 @@ func (r *slot) useServer(ctx context.Context, impl, cc string) error {
 	return r.startEndpoints(ctx, impl, cc)
 }
 
-// serverOf is the server implementation of a cell.
-func serverOf(c *model.Cell) string {
-	if c.Server == "" {
-		return model.ServerQuicbench
-	}
-	return c.Server
-}
-
 // caddyPaths are the URL paths that the plan's cells served by Caddy
 // request, for Caddy to serve them from files (serve --path).
 func (r *slot) caddyPaths() []string {
@@ -194,7 +186,7 @@ func (r *slot) caddyPaths() []string {
 	var out []string
 	for i := range r.cells {
 		c := &r.cells[i]
-		if serverOf(c) != model.ServerCaddy {
+		if c.ServerImpl() != model.ServerCaddy {
 			continue
 		}
 		params, err := r.requestParams(c)
@@ -227,7 +219,7 @@ func sortedValues(m map[string]string) []string {
 func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	c := step.Cell
 	r.overhead.start()
-	if err := r.useServer(ctx, serverOf(c), c.CC); err != nil {
+	if err := r.useServer(ctx, c.ServerImpl(), c.CC); err != nil {
 		return nil, err
 	}
 	if err := r.reviveServer(ctx, c, step.Iteration); err != nil {

@@ -35,7 +35,7 @@ func StackName(c *model.Cell) string {
 		own = "quic-go"
 	}
 	client := map[string]string{model.ClientChromium: "Chromium", model.ClientLighthouse: "Lighthouse",
-		"firefox": "Firefox", "aioquic": "aioquic"}[c.Client]
+		model.ClientFirefox: "Firefox", model.ClientAioquic: "aioquic"}[c.Client]
 	if client == "" {
 		client = own
 		if c.Client != "" && c.Client != model.ClientBuiltin {
@@ -90,7 +90,7 @@ func implementationSets(a *Analysis, c Config) []*ImplSet {
 		}
 		ref := slices.IndexFunc(s.Cells, func(cs *CellStats) bool {
 			return (cs.Cell.Client == "" || cs.Cell.Client == model.ClientBuiltin) &&
-				(cs.Cell.Server == "" || cs.Cell.Server == model.ServerQuicbench)
+				cs.Cell.ServerImpl() == model.ServerQuicbench
 		})
 		if ref > 0 {
 			s.Cells[0], s.Cells[ref] = s.Cells[ref], s.Cells[0]

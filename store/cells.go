@@ -105,7 +105,7 @@ func (db *DB) InsertCells(ctx context.Context, runID int64, cells []model.Cell) 
 				return fmt.Errorf("store: cell %q: %w", c.Key, err)
 			}
 			res, err := ins.ExecContext(ctx, runID, next, c.Key, c.Group, c.Scenario, c.LinkUp, c.LinkDown,
-				c.Test, factors, c.Protocol, c.Client, serverOf(c), c.CC, c.Metric, c.Unit, boolInt(c.HigherIsBetter),
+				c.Test, factors, c.Protocol, c.Client, c.ServerImpl(), c.CC, c.Metric, c.Unit, boolInt(c.HigherIsBetter),
 				c.Iterations, boolInt(c.Warmup))
 			if err != nil {
 				return fmt.Errorf("store: inserting cell %q: %w", c.Key, err)
@@ -126,15 +126,6 @@ func (db *DB) InsertCells(ctx context.Context, runID int64, cells []model.Cell) 
 	return nil
 }
 
-// serverOf is the server stored for a cell: a cell made without one (by
-// a caller that predates servers) was served by quicbench's own.
-func serverOf(c *model.Cell) string {
-	if c.Server == "" {
-		return model.ServerQuicbench
-	}
-	return c.Server
-}
-
 // cellDiff returns the name of the first field (other than ID) in which a
 // and b differ, or "".
 func cellDiff(a, b model.Cell) string {
@@ -145,7 +136,7 @@ func cellDiff(a, b model.Cell) string {
 		if name == "ID" {
 			continue
 		}
-		if name == "Server" && serverOf(&a) == serverOf(&b) {
+		if name == "Server" && a.ServerImpl() == b.ServerImpl() {
 			continue
 		}
 		fa, fb := va.Field(i).Interface(), vb.Field(i).Interface()
