@@ -176,7 +176,9 @@ func isExec(p string) bool {
 // (server.py --check): it builds a QUIC connection in memory and reads its
 // transport statistics through the private attributes of aioquic the
 // server relies on. It returns aioquic's version and what was read (JSON),
-// or why it does not work.
+// or why it does not work: the check fails, or the installed aioquic is not
+// AioquicVersion, whose private attributes the statistics are read from
+// (the version is then returned too).
 func AioquicCheck(ctx context.Context, python string) (version, out string, err error) {
 	dir, err := os.MkdirTemp("", "qb-aioquic-check-")
 	if err != nil {
@@ -200,6 +202,9 @@ func AioquicCheck(ctx context.Context, python string) (version, out string, err 
 	}
 	if v == "" {
 		return "", out, fmt.Errorf("aioquic self-check printed no version: %s", out)
+	}
+	if v != AioquicVersion {
+		return v, out, fmt.Errorf("aioquic %s is installed in %s, but quicbench reads the statistics of aioquic %s: run scripts/setup.sh", v, python, AioquicVersion)
 	}
 	return v, out, nil
 }
