@@ -16,19 +16,7 @@ import (
 // The navigation and the evaluation together are bounded by opts.Timeout.
 // Errors are those of Session.Bench, and of NewSession and Close.
 func Bench(ctx context.Context, opts Options, expr string) ([]byte, error) {
-	o, err := opts.validate(true)
-	if err != nil {
-		return nil, err
-	}
-	s, err := NewSession(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.Bench(ctx, o.URL, expr)
-	if cerr := s.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	return out, err
+	return once(ctx, opts, func(s *Session, url string) ([]byte, error) { return s.Bench(ctx, url, expr) })
 }
 
 // Bench navigates the session's tab to pageURL, waits for the load event,

@@ -286,19 +286,27 @@ func removeAllRetry(dir string) error {
 // closes the browser again (on every path: success, error, ctx cancel,
 // timeout). See Session.Load for the result and the errors.
 func Load(ctx context.Context, opts Options) (*Result, error) {
+	return once(ctx, opts, func(s *Session, url string) (*Result, error) { return s.Load(ctx, url) })
+}
+
+// once starts a browser with a fresh profile for opts (whose URL must be
+// set), runs f with it and opts.URL, and closes the browser again on every
+// path, joining a failed close to f's error.
+func once[T any](ctx context.Context, opts Options, f func(s *Session, url string) (T, error)) (T, error) {
+	var zero T
 	o, err := opts.validate(true)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	s, err := NewSession(ctx, o)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	res, err := s.Load(ctx, o.URL)
+	out, err := f(s, o.URL)
 	if cerr := s.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	return res, err
+	return out, err
 }
 
 // Load navigates the session's tab to pageURL, waits for the load event,

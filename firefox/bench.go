@@ -5,27 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/quicbench/quicbench/browser"
 )
 
 // Bench starts a browser with a fresh profile, loads opts.URL (quicbench's
 // bench page), evaluates expr there, and closes the browser again on every
 // path. See Session.Bench.
 func Bench(ctx context.Context, opts Options, expr string) ([]byte, error) {
-	o, _, err := opts.validate(true)
-	if err != nil {
-		return nil, err
-	}
-	s, err := NewSession(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.Bench(ctx, o.URL, expr)
-	if cerr := s.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	return out, err
+	return once(ctx, opts, func(s *Session, url string) ([]byte, error) { return s.Bench(ctx, url, expr) })
 }
 
 // Bench navigates the session's tab to pageURL, waits for the load event,
@@ -35,18 +21,12 @@ func Bench(ctx context.Context, opts Options, expr string) ([]byte, error) {
 // Options.Timeout. Errors are those of Session.Load (a navigation or
 // timeout error), or the script's exception.
 func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, error) {
-	if s.closed.Load() {
-		return nil, errClosed
-	}
-	if err := browser.CheckURL(pageURL, s.opts.Protocol); err != nil {
-		return nil, fmt.Errorf("firefox: Bench: URL: %w", err)
-	}
-	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	err := s.bidi.call(lctx, "browsingContext.navigate", map[string]any{
-		"context": s.context, "url": pageURL, "wait": "complete",
-	}, nil)
+	lctx, cancel, err := s.pageContext(ctx, "Bench", pageURL)
 	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	if err := s.goTo(lctx, pageURL); err != nil {
 		return nil, s.loadError(ctx, lctx, pageURL, err)
 	}
 	v, err := s.evaluate(lctx, expr)

@@ -277,19 +277,48 @@ func (s *Session) teardown() error {
 // closes the browser again (on every path: success, error, ctx cancel,
 // timeout). See Session.Load for the result and the errors.
 func Load(ctx context.Context, opts Options) (*browser.Result, error) {
+	return once(ctx, opts, func(s *Session, url string) (*browser.Result, error) { return s.Load(ctx, url) })
+}
+
+// once starts a browser with a fresh profile for opts (whose URL must be
+// set), runs f with it and opts.URL, and closes the browser again on every
+// path, joining a failed close to f's error.
+func once[T any](ctx context.Context, opts Options, f func(s *Session, url string) (T, error)) (T, error) {
+	var zero T
 	o, _, err := opts.validate(true)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
 	s, err := NewSession(ctx, o)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	res, err := s.Load(ctx, o.URL)
+	out, err := f(s, o.URL)
 	if cerr := s.Close(); cerr != nil {
 		err = errors.Join(err, cerr)
 	}
-	return res, err
+	return out, err
+}
+
+// pageContext checks that the session is open and that pageURL fits its
+// protocol (op names the caller in the error), and returns the context
+// that bounds a page's load and measurement: Options.Timeout.
+func (s *Session) pageContext(ctx context.Context, op, pageURL string) (context.Context, context.CancelFunc, error) {
+	if s.closed.Load() {
+		return nil, nil, errClosed
+	}
+	if err := browser.CheckURL(pageURL, s.opts.Protocol); err != nil {
+		return nil, nil, fmt.Errorf("firefox: %s: URL: %w", op, err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	return lctx, cancel, nil
+}
+
+// goTo navigates the tab to pageURL and waits for its load event.
+func (s *Session) goTo(ctx context.Context, pageURL string) error {
+	return s.bidi.call(ctx, "browsingContext.navigate", map[string]any{
+		"context": s.context, "url": pageURL, "wait": "complete",
+	}, nil)
 }
 
 // measureJS wraps browser.CollectJS: its value as JSON, with what Firefox
@@ -330,19 +359,14 @@ type measured struct {
 //     error text, e.g. "NS_ERROR_CONNECTION_REFUSED");
 //   - ctx's error when ctx ended first.
 func (s *Session) Load(ctx context.Context, pageURL string) (*browser.Result, error) {
-	if s.closed.Load() {
-		return nil, errClosed
+	lctx, cancel, err := s.pageContext(ctx, "Load", pageURL)
+	if err != nil {
+		return nil, err
 	}
-	if err := browser.CheckURL(pageURL, s.opts.Protocol); err != nil {
-		return nil, fmt.Errorf("firefox: Load: URL: %w", err)
-	}
-	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 
 	started := time.Now()
-	err := s.bidi.call(lctx, "browsingContext.navigate", map[string]any{
-		"context": s.context, "url": pageURL, "wait": "complete",
-	}, nil)
+	err = s.goTo(lctx, pageURL)
 	var m measured
 	if err == nil {
 		m, err = s.measure(lctx)
