@@ -376,21 +376,11 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 	if err := checkSPKIList(o.spki); err != nil {
 		return Usage(fmt.Errorf("--spki: %w", err), "the base64 SHA-256 of the certificate's SubjectPublicKeyInfo, as quicbench serve prints it")
 	}
-	addr, paths, err := fetchTargets(o.addr, o.args)
+	addr, scheme, paths, timeout, err := pageTargets(cmd, o, hint)
 	if err != nil {
-		return Usage(err, "give URLs on one server, or paths with --addr HOST:PORT")
+		return err
 	}
-	scheme := "https"
-	if o.proto == model.ProtoH1C {
-		scheme = "http"
-	}
-	opts := browser.Options{Protocol: o.proto, SPKIHash: o.spki, DisableCache: true}
-	if cmd.Flags().Changed("timeout") {
-		if o.timeout <= 0 {
-			return Usage(fmt.Errorf("--timeout %v: want a positive duration", o.timeout), hint)
-		}
-		opts.Timeout = o.timeout
-	}
+	opts := browser.Options{Protocol: o.proto, SPKIHash: o.spki, DisableCache: true, Timeout: timeout}
 	if o.keyLog != "" {
 		abs, err := filepath.Abs(o.keyLog)
 		if err == nil {
@@ -463,21 +453,11 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 	if o.caFile != "" && o.insecure {
 		return Usage(errors.New("--ca and --insecure exclude each other"), "give the server's CA, or skip verification")
 	}
-	addr, paths, err := fetchTargets(o.addr, o.args)
+	addr, scheme, paths, timeout, err := pageTargets(cmd, o, hint)
 	if err != nil {
-		return Usage(err, "give URLs on one server, or paths with --addr HOST:PORT")
+		return err
 	}
-	scheme := "https"
-	if o.proto == model.ProtoH1C {
-		scheme = "http"
-	}
-	opts := firefox.Options{Protocol: o.proto, AcceptInsecureCerts: o.insecure, DisableCache: true}
-	if cmd.Flags().Changed("timeout") {
-		if o.timeout <= 0 {
-			return Usage(fmt.Errorf("--timeout %v: want a positive duration", o.timeout), hint)
-		}
-		opts.Timeout = o.timeout
-	}
+	opts := firefox.Options{Protocol: o.proto, AcceptInsecureCerts: o.insecure, DisableCache: true, Timeout: timeout}
 	if o.caFile != "" {
 		if opts.CAPEM, err = os.ReadFile(o.caFile); err != nil {
 			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
@@ -498,6 +478,28 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 			}
 			return nil
 		})
+}
+
+// pageTargets resolves what a browser client of fetch loads: the server's
+// host:port, the URL scheme the protocol takes (http for h1c, else https),
+// the paths, and --timeout when it is given (0: the browser's default).
+// Errors are usage errors; hint names the client's help.
+func pageTargets(cmd *cobra.Command, o chromiumFetch, hint string) (addr, scheme string, paths []string, timeout time.Duration, err error) {
+	addr, paths, err = fetchTargets(o.addr, o.args)
+	if err != nil {
+		return "", "", nil, 0, Usage(err, "give URLs on one server, or paths with --addr HOST:PORT")
+	}
+	scheme = "https"
+	if o.proto == model.ProtoH1C {
+		scheme = "http"
+	}
+	if cmd.Flags().Changed("timeout") {
+		if o.timeout <= 0 {
+			return "", "", nil, 0, Usage(fmt.Errorf("--timeout %v: want a positive duration", o.timeout), hint)
+		}
+		timeout = o.timeout
+	}
+	return addr, scheme, paths, timeout, nil
 }
 
 // loadPages loads origin+path for each of paths with load (a browser
