@@ -90,14 +90,14 @@ func TestFetchFirefoxCLIUsageErrors(t *testing.T) {
 func TestFirefoxLoaderConnection(t *testing.T) {
 	requireFirefoxCLI(t)
 	profiles, target := browserTestbed(t)
-	ex := &workload.Executor{Firefox: firefoxLoader()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
 	for _, c := range []struct {
 		proto, conn string
 		reused      float64
 	}{{model.ProtoH3, plan.ConnWarm, 1}, {model.ProtoH2, plan.ConnCold, 0}} {
 		start := time.Now()
 		res := ex.Execute(context.Background(), workload.Request{
-			Test: plan.TestPage, Protocol: c.proto, Client: model.ClientFirefox, Target: target,
+			Test: plan.TestPage, Protocol: c.proto, Client: "firefox", Target: target,
 			Params:  testParams(plan.TestPage, map[string]string{"objects": "4", "size": "2KB", "connection": c.conn}),
 			Timeout: 20 * time.Second,
 		})
@@ -125,7 +125,7 @@ func TestFirefoxLoaderConnection(t *testing.T) {
 	}
 	// Without a Firefox loader the sample fails and names the client.
 	res := (&workload.Executor{}).Execute(context.Background(), workload.Request{
-		Test: plan.TestPage, Protocol: model.ProtoH2, Client: model.ClientFirefox, Target: target,
+		Test: plan.TestPage, Protocol: model.ProtoH2, Client: "firefox", Target: target,
 		Params: testParams(plan.TestPage, nil),
 	})
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, "client firefox: not available") {

@@ -56,7 +56,7 @@ in flight, and quicbench run --resume results.db continues it exactly where it s
 With --parallel N, up to N testbeds take samples at once, each a whole iteration of a cell
 group (its protocols, paired, on one testbed); a block starts only while the machine's
 predicted load stays within its budget, and CPU-heavy cells (unlimited links, the cpu test,
-Chromium and Lighthouse) run alone (docs/plan-format.md, "Parallel testbeds").
+browsers) run alone (docs/plan-format.md, "Parallel testbeds").
 With --shard K/N, the run takes only shard K of N of the plan: whole blocks, balanced by
 estimated duration, with the pairing and seeds of the whole run; run the N shards anywhere
 (one database each) and combine them with quicbench merge (docs/architecture.md, "Shards").

@@ -97,7 +97,7 @@ func TestRunSummaryOverheadParts(t *testing.T) {
 	sum := &runner.Summary{RunID: 3, Planned: 6, Taken: 6, Complete: true, Overheads: stats.Overheads([]stats.OverheadSample{
 		{Client: model.ClientBuiltin, Overhead: 30 * ms, Drain: 26 * ms},
 		{Client: model.ClientBuiltin, Overhead: 150 * ms, Drain: 25 * ms, Prep: 120 * ms},
-		{Client: model.ClientChromium, Overhead: 900 * ms, Prep: 600 * ms},
+		{Client: "chromium", Overhead: 900 * ms, Prep: 600 * ms},
 		{Client: "other", Overhead: 7 * ms},
 	})}
 	env, _, errb := bufEnv()

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // pos is a position in the plan text (1-based; zero when unknown).
@@ -472,12 +473,12 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 	}
 	if v, ok := f["client"]; ok {
 		out.clientPos = at(v.val)
-		if s, ok := d.choices(v.val, "client", model.Clients); ok {
+		if s, ok := d.choices(v.val, "client", peers.Clients()); ok {
 			out.clients = s
 		}
 	}
 	if v, ok := f["server"]; ok {
-		if s, ok := d.choices(v.val, "server", model.Servers); ok {
+		if s, ok := d.choices(v.val, "server", peers.Servers()); ok {
 			out.servers = s
 		}
 	}
@@ -811,7 +812,7 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 			}
 		}
 		if v, ok := f["client"]; ok {
-			if s, ok := d.choices(v.val, path+".client", model.Clients); ok {
+			if s, ok := d.choices(v.val, path+".client", peers.Clients()); ok {
 				t.clients = s
 				for j, c := range s {
 					if why := clientUnsupported(def, c); why != "" {
@@ -830,7 +831,7 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 			}
 		}
 		if v, ok := f["server"]; ok {
-			if s, ok := d.choices(v.val, path+".server", model.Servers); ok {
+			if s, ok := d.choices(v.val, path+".server", peers.Servers()); ok {
 				t.servers = s
 				for j, srv := range s {
 					if why := serverUnsupported(def, srv); why != "" {

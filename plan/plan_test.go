@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 func mustParse(t *testing.T, text string) *Plan {
@@ -290,7 +291,7 @@ tests:
   - test: site
     client: lighthouse
     params: {site: site-39x3mb, connection: [cold, warm]}
-`, `plan.yaml:4:5: tests[0]: no protocol can run site site=site-39x3mb,connection=warm with client lighthouse: the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures); use client chromium for connection warm`},
+`, `plan.yaml:4:5: tests[0]: no protocol can run site site=site-39x3mb,connection=warm with client lighthouse: the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures; use client chromium for connection warm)`},
 		{"lighthouse test timeout too short", `
 scenarios: [{name: a}]
 tests:
@@ -313,7 +314,7 @@ tests:
 client: lightouse
 scenarios: [{name: a}]
 tests: [{test: page}]
-`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse, firefox, aioquic)`},
+`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, aioquic, chromium, firefox, lighthouse)`},
 		{"plan-level chromium only", `
 client: chromium
 scenarios: [{name: a}]
@@ -541,8 +542,11 @@ tests:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec-cc != estLighthouseWork {
-		t.Errorf("lighthouse sample estimated %v, chromium %v: want a difference of %v", ec, cc, estLighthouseWork)
+	lhs, _ := peers.ClientStack("lighthouse")
+	chs, _ := peers.ClientStack("chromium")
+	want := time.Duration(lhs.Client.AfterLoad) + time.Duration(lhs.Client.Overhead) - time.Duration(chs.Client.Overhead)
+	if want <= 0 || ec-cc != want {
+		t.Errorf("lighthouse sample estimated %v, chromium %v: want a difference of %v (its audit after the load and its overhead beyond Chromium's)", ec, cc, want)
 	}
 }
 
@@ -567,7 +571,7 @@ tests:
 	for _, c := range cells {
 		want := 10 * time.Second
 		if c.Test == "page" {
-			want = LighthouseMinTimeout
+			want = 41 * time.Second
 		}
 		if got := p.TimeoutFor(&c); got != want {
 			t.Errorf("%s: timeout %v, want %v", c.Key, got, want)

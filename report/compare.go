@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/stats"
 )
 
@@ -331,7 +332,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 	rowsEnv("CPU", func(r model.Run) string { return fmt.Sprintf("%s × %d", orDash(r.Env.CPUModel), r.Env.CPUs) })
 	rowsEnv("TCP congestion control", func(r model.Run) string { return orDash(r.Env.CCClient) + " / " + orDash(r.Env.CCServer) })
 	if na.Browser != "" || nb.Browser != "" {
-		pair("Chromium", orDash(na.Browser), orDash(nb.Browser))
+		pair("browsers", orDash(na.Browser), orDash(nb.Browser))
 	}
 	// per-sample overhead per client (stats.ClientOverhead), summarised
 	// once per run: the total, then the parts either run recorded
@@ -349,7 +350,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 		return s.String()
 	}
 	oa, ob := overheads(a), overheads(b)
-	for _, c := range model.Clients {
+	for _, c := range peers.Clients() {
 		ca, okA := oa[c]
 		cb, okB := ob[c]
 		if !okA && !okB {

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/stats"
 )
 
@@ -362,7 +363,7 @@ func envRows(ds *model.Dataset, opts Options) []kv {
 		{"TCP congestion control (client / server)", orDash(e.CCClient) + " / " + orDash(e.CCServer)},
 	}
 	if opts.Browser != "" {
-		rows = append(rows, kv{"Chromium", opts.Browser})
+		rows = append(rows, kv{"browsers", opts.Browser})
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Peers)) {
 		rows = append(rows, kv{"peer " + k, e.Peers[k]})
@@ -415,19 +416,20 @@ func overheadRows(ds *model.Dataset) []kv {
 	return rows
 }
 
-// clientName names a client for readers.
+// clientName names a client for readers, with what its samples include
+// (its stack's note in the registry).
 func clientName(c string) string {
-	switch c {
-	case model.ClientBuiltin:
+	if c == model.ClientBuiltin || c == "" {
 		return "built-in client"
-	case model.ClientChromium:
-		return "Chromium (browser start and teardown included)"
-	case model.ClientLighthouse:
-		return "Lighthouse (browser start and teardown included)"
-	case model.ClientFirefox:
-		return "Firefox (browser start and teardown included)"
 	}
-	return c
+	st, ok := peers.ClientStack(c)
+	if !ok {
+		return c
+	}
+	if st.Client.Note != "" {
+		return st.LabelFor("") + " (" + st.Client.Note + ")"
+	}
+	return st.LabelFor("")
 }
 
 // validity lists the failed and invalid samples per cell with their causes,

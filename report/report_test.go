@@ -242,7 +242,7 @@ func TestCompareGolden(t *testing.T) {
 	nB := len(b.Samples)
 	overB := fmt.Sprintf("%dms / %dms / %dms over %d samples", (nB+1)/2, (95*nB+99)/100, nB, nB)
 	for _, want := range []string{`<td class="v b">B faster</td>`, `(cc differs)`, `v0.66.0`, `<tr class="differs"><th>quic-go</th>`,
-		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>Chrome/157.0.8100.12</td></tr>`,
+		`<tr class="differs"><th>browsers</th><td>Chrome/156.0.8078.79</td><td>Chrome/157.0.8100.12</td></tr>`,
 		`<tr class="differs"><th>per-sample overhead, built-in client (p50 / p95 / max)</th><td>` + overA.String() + `</td><td>` + overB + `</td></tr>`,
 		`<th>warnings about the whole run</th><td>–</td><td>machine has only 2 CPUs; clock &lt;jumped&gt;</td></tr>`} {
 		if !strings.Contains(ht, want) {

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/stats"
 )
 
@@ -183,21 +184,22 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 	return tv, nil
 }
 
-// clientTable sets the built-in client's results next to headless
-// Chromium's for one configuration (scenario, parameters, congestion
-// control) that both clients ran: per protocol, the two medians of the
-// primary metric, their difference and their ratio.
+// clientTable sets the built-in client's results next to a browser's
+// for one configuration (scenario, parameters, congestion control) that
+// both clients ran: per protocol, the two medians of the primary metric,
+// their difference and their ratio.
 type clientTable struct {
-	Title string
-	Unit  string
-	Rows  []clientRow
+	Title  string
+	Client string // the browser, for readers
+	Unit   string
+	Rows   []clientRow
 }
 
 type clientRow struct {
-	Proto               string
-	Builtin, Chromium   string // medians
-	NBuiltin, NChromium int
-	Diff, Ratio         string // Chromium - built-in, Chromium / built-in
+	Proto            string
+	Builtin, Browser string // medians
+	NBuiltin, NOther int
+	Diff, Ratio      string // browser - built-in, browser / built-in
 }
 
 // clientTables pairs the groups of t that differ only by client.
@@ -219,10 +221,10 @@ func clientTables(t *stats.TestSet) []clientTable {
 	var out []clientTable
 	for _, g := range t.Groups {
 		b, ok := builtin[keyOf(g)]
-		if g.Client != model.ClientChromium || !ok {
+		if !peers.IsBrowser(g.Client) || !ok || g.Cells[0].Cell.Unit != b.Cells[0].Cell.Unit {
 			continue
 		}
-		ct := clientTable{Title: b.Label(), Unit: g.Cells[0].Cell.Unit}
+		ct := clientTable{Title: b.Label(), Client: peers.ClientLabel(g.Client, ""), Unit: g.Cells[0].Cell.Unit}
 		for _, cc := range g.Cells {
 			for _, bc := range b.Cells {
 				if bc.Cell.Protocol != cc.Cell.Protocol {
@@ -230,7 +232,7 @@ func clientTables(t *stats.TestSet) []clientTable {
 				}
 				bm, cm := bc.Summary.Median, cc.Summary.Median
 				ct.Rows = append(ct.Rows, clientRow{Proto: cc.Cell.Protocol,
-					Builtin: num(bm), Chromium: num(cm), NBuiltin: bc.Summary.N, NChromium: cc.Summary.N,
+					Builtin: num(bm), Browser: num(cm), NBuiltin: bc.Summary.N, NOther: cc.Summary.N,
 					Diff: signed(cm - bm), Ratio: num(cm / bm)})
 			}
 		}

@@ -23,9 +23,9 @@ import (
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/internal/sysinfo"
-	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
@@ -497,52 +497,43 @@ func (r *slot) recordEnv(ctx context.Context, first bool) error {
 	return nil
 }
 
-// recordBrowser stores the product and version of the Chromium that takes
-// the run's browser samples (chromium and lighthouse clients), for
-// lighthouse samples Lighthouse's and Node's versions, and for firefox
-// samples Firefox's ("; Firefox/153.7.0" after Chromium's, or alone). The
-// agent starts each browser the same way as for its samples (the same
-// binary search, the same version call), inside the client namespace, and
-// finds Lighthouse the same way; a resumed run refuses other versions than
-// those its earlier samples were taken with. When Lighthouse is not found,
-// a run warning says so and the browsers' versions alone are recorded and
-// checked; a browser whose version cannot be read gets a run warning too.
+// recordBrowser stores the products and versions of the browsers that
+// take the run's samples: for each browser or audit client of the plan,
+// what the agent reads by starting it once inside the client namespace as
+// for its samples ("Chrome/156.0.8078.73", "Firefox/153.8.0", an audit
+// client's own versions after its browser's), each part once, in plan
+// order. A resumed run refuses other versions than those its earlier
+// samples were taken with. A client whose version cannot be read gets a
+// run warning (its samples will fail with the cause) and the others are
+// recorded and checked.
 func (r *slot) recordBrowser(ctx context.Context) error {
-	has := func(clients ...string) bool {
-		return slices.ContainsFunc(r.cells, func(c model.Cell) bool { return slices.Contains(clients, c.Client) })
+	var clients []string
+	for _, c := range r.cells {
+		if peers.IsBrowser(c.Client) && !slices.Contains(clients, c.Client) {
+			clients = append(clients, c.Client)
+		}
 	}
-	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
+	if len(clients) == 0 {
 		return nil
 	}
 	warn := func(msg string) error { return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, msg) }
 	var parts []string
-	if has(model.ClientChromium, model.ClientLighthouse) {
-		// The agent, which runs the browser samples, reads it from the same
-		// Chromium in the client namespace.
-		v, err := r.agent.browserVersion(ctx, model.ClientChromium)
+	for _, client := range clients {
+		v, err := r.agent.clientVersion(ctx, client)
 		if err != nil {
-			// The browser samples will fail with the cause; the run goes on.
-			return warn("the Chromium version could not be read: " + err.Error())
+			if err := warn(fmt.Sprintf("the %s samples will fail: its version could not be read: %v", client, err)); err != nil {
+				return err
+			}
+			continue
 		}
-		if has(model.ClientLighthouse) {
-			if inst, err := lighthouse.Find(); err != nil {
-				// The lighthouse samples will fail with the cause; the
-				// Chromium samples go on with their browser checked.
-				if err := warn("the lighthouse samples will fail: " + err.Error()); err != nil {
-					return err
-				}
-			} else {
-				v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
+		for _, p := range strings.Split(v, "; ") {
+			if p != "" && !slices.Contains(parts, p) {
+				parts = append(parts, p)
 			}
 		}
-		parts = append(parts, v)
 	}
-	if has(model.ClientFirefox) {
-		v, err := r.agent.browserVersion(ctx, model.ClientFirefox)
-		if err != nil {
-			return warn("the Firefox version could not be read: " + err.Error())
-		}
-		parts = append(parts, v)
+	if len(parts) == 0 {
+		return nil
 	}
 	v := strings.Join(parts, "; ")
 	old, err := r.db.RunBrowser(ctx, r.runRec.ID)

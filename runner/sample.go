@@ -68,23 +68,16 @@ func (r *slot) startEndpoints(ctx context.Context, impl, cc string) error {
 	return nil
 }
 
-// serverPorts are the TLS ports of the server implementations, distinct
-// so that a slot can keep one of each running (slot.parked).
-var serverPorts = map[string]int{model.ServerQuicbench: 4433, model.ServerAioquic: 4434, model.ServerCaddy: 4435}
-
 // serverArgs are the arguments of `quicbench serve --control` for a server
 // of implementation impl whose sockets use congestion control cc.
 func (r *slot) serverArgs(impl, cc string) ([]string, error) {
-	args := []string{"--host", r.tb.Addr(netns.Server).String()}
-	if impl != model.ServerCaddy {
-		// Caddy cannot choose its sockets' cc, and needs not: the
-		// testbed's routes give it the cell's (startEndpoints).
-		args = append(args, "--cc", cc)
-	}
+	// The cell's cc: the testbed's routes give it to every TCP connection
+	// (startEndpoints); over QUIC the server runs it when it can choose.
+	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
 	if impl != model.ServerQuicbench {
-		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPorts[impl]))
-		if impl == model.ServerCaddy {
-			for _, p := range r.caddyPaths() {
+		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPort(impl)))
+		if servesFiles(impl) {
+			for _, p := range r.filePaths(impl) {
 				args = append(args, "--path", p)
 			}
 		}
@@ -179,14 +172,15 @@ func (r *slot) useServer(ctx context.Context, impl, cc string) error {
 	return r.startEndpoints(ctx, impl, cc)
 }
 
-// caddyPaths are the URL paths that the plan's cells served by Caddy
-// request, for Caddy to serve them from files (serve --path).
-func (r *slot) caddyPaths() []string {
+// filePaths are the URL paths that the plan's cells served by impl (a
+// server of files) request, for it to serve them from files (serve
+// --path).
+func (r *slot) filePaths(impl string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range r.cells {
 		c := &r.cells[i]
-		if c.ServerImpl() != model.ServerCaddy {
+		if c.ServerImpl() != impl {
 			continue
 		}
 		params, err := r.requestParams(c)

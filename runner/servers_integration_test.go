@@ -11,6 +11,7 @@ import (
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
+	"github.com/quicbench/quicbench/peers/aioquic"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 )
@@ -21,11 +22,11 @@ import (
 // skipped, and the implementations are compared across servers.
 func TestRunAcrossServers(t *testing.T) {
 	needRoot(t)
-	if _, err := peers.FindAioquic(); err != nil {
-		testsupport.Unavailable(t, "aioquic: %v", err)
-	}
-	if _, _, err := peers.FindCaddy(context.Background()); err != nil {
-		testsupport.Unavailable(t, "caddy: %v", err)
+	for _, name := range []string{"aioquic", "caddy"} {
+		st, _ := peers.ServerStack(name)
+		if _, _, err := peers.Check(context.Background(), st, peers.RoleServer); err != nil {
+			testsupport.Unavailable(t, "%s: %v", name, err)
+		}
 	}
 	p, err := plan.Parse("servers.yaml", []byte(`
 name: servers
@@ -57,10 +58,10 @@ tests:
 	servedBy := map[string]int{}
 	for _, c := range ds.Cells {
 		servedBy[c.Server]++
-		if c.Server == model.ServerAioquic && c.Protocol != model.ProtoH3 {
+		if c.Server == "aioquic" && c.Protocol != model.ProtoH3 {
 			t.Errorf("cell %s: aioquic serves only h3", c.Key)
 		}
-		if c.Server == model.ServerCaddy && c.Test == plan.TestUpload {
+		if c.Server == "caddy" && c.Test == plan.TestUpload {
 			t.Errorf("cell %s: caddy cannot serve uploads", c.Key)
 		}
 		if c.Server != model.ServerQuicbench && !strings.HasSuffix(c.Key, "/"+c.Server) {
@@ -68,7 +69,7 @@ tests:
 		}
 	}
 	// download and page: 2 + 1 + 2 cells; upload: 2 + 1
-	want := map[string]int{model.ServerQuicbench: 6, model.ServerAioquic: 3, model.ServerCaddy: 4}
+	want := map[string]int{model.ServerQuicbench: 6, "aioquic": 3, "caddy": 4}
 	for s, n := range want {
 		if servedBy[s] != n {
 			t.Errorf("%d cells of server %s, want %d (%v)", servedBy[s], s, n, servedBy)
@@ -90,10 +91,10 @@ tests:
 		}
 		// Caddy cannot choose its sockets' cc: the testbed's routes give
 		// it the cell's, as the kernel reports.
-		if c.Server == model.ServerCaddy && c.Protocol == model.ProtoH2 && !ranCC(s, "server", "cubic") {
+		if c.Server == "caddy" && c.Protocol == model.ProtoH2 && !ranCC(s, "server", "cubic") {
 			t.Errorf("%s: caddy's TCP did not run cubic: %+v", c.Key, s.Transport)
 		}
-		if c.Server == model.ServerAioquic && c.Test == plan.TestDownload && !hasServerStats(s) {
+		if c.Server == "aioquic" && c.Test == plan.TestDownload && !hasServerStats(s) {
 			t.Errorf("%s: no server-side transport statistics from aioquic", c.Key)
 		}
 	}
@@ -123,14 +124,14 @@ func hasServerStats(s model.Sample) bool {
 // A plan that needs a peer this machine lacks stops before any testbed is
 // built, saying which peer and where to look.
 func TestMissingPeerStopsAtOnce(t *testing.T) {
-	t.Setenv(peers.AioquicEnvVar, filepath.Join(t.TempDir(), "no-python"))
+	t.Setenv(aioquic.EnvVar, filepath.Join(t.TempDir(), "no-python"))
 	p, err := plan.Parse("p.yaml", []byte("name: p\nserver: aioquic\nprotocols: [h3]\nscenarios:\n  - name: s\ntests:\n  - test: ttfb\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	exe, _ := os.Executable()
 	_, err = runner.Run(context.Background(), runner.Options{Plan: p, DB: filepath.Join(t.TempDir(), "p.db"), Exe: exe, Progress: io.Discard, Log: io.Discard})
-	if err == nil || !strings.Contains(err.Error(), "the plan runs aioquic") || !strings.Contains(err.Error(), "quicbench doctor") {
+	if err == nil || !strings.Contains(err.Error(), "the plan's cells need the aioquic server") || !strings.Contains(err.Error(), "quicbench doctor") {
 		t.Fatalf("error %v, want one naming aioquic and doctor", err)
 	}
 }

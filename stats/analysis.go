@@ -33,7 +33,7 @@ type Group struct {
 	Test     string
 	Scenario string
 	Client   string
-	Server   string // model.Servers ("" is quicbench's own)
+	Server   string // peers.Servers() ("" is quicbench's own)
 	CC       string
 	Factors  []model.Factor
 	Cells    []*CellStats // in protocol display order

@@ -185,7 +185,7 @@ CREATE INDEX warnings_sample ON warnings (sample_id);
 `,
 	// 2: the browser of a run's chromium samples.
 	`
-ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/156.0.8078.79; '' without chromium samples
+ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/156.0.8078.79; '' without browser samples
 `,
 	// 3: QUIC congestion state changes (TransportStats.CongestionStateChanges).
 	`
@@ -249,7 +249,7 @@ CREATE TABLE run_shards (
 	// and the third-party programs' versions (Environment.Peers); the
 	// packets each direction dropped above the link's MTU.
 	`
-ALTER TABLE cells ADD COLUMN server TEXT NOT NULL DEFAULT 'quicbench';  -- model.Servers; 'quicbench' before version 9
+ALTER TABLE cells ADD COLUMN server TEXT NOT NULL DEFAULT 'quicbench';  -- peers.Servers(); 'quicbench' before version 9
 ALTER TABLE runs ADD COLUMN peers TEXT NOT NULL DEFAULT '{}';            -- JSON object: peer name -> version
 ALTER TABLE samples ADD COLUMN up_drop_mtu INTEGER NOT NULL DEFAULT 0;   -- packets above the link's mtu; 0 before version 9
 ALTER TABLE samples ADD COLUMN down_drop_mtu INTEGER NOT NULL DEFAULT 0;

@@ -17,11 +17,11 @@ import (
 	"net"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -45,9 +45,9 @@ type Target struct {
 type Request struct {
 	Test     string      `json:"test"`
 	Protocol string      `json:"protocol"`
-	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium, model.ClientLighthouse, model.ClientFirefox or model.ClientAioquic
+	Client   string      `json:"client"` // model.ClientBuiltin (default) or a client of the registry of stacks (package peers)
 	Params   plan.Params `json:"params"` // the cell's test parameters, decoded by the runner (plan.StoredCellParams) and checked by Execute
-	CC       string      `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
+	CC       string      `json:"cc"`     // the plan's congestion control: the client's TCP sockets' ("" = namespace default), and its QUIC stack's where it can choose
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
 	// the PTO count, congestion events and retransmissions of QUIC
 	// connections but costs quic-go 20-35% more CPU per MB; off by default
@@ -96,7 +96,7 @@ type BrowserLoader func(ctx context.Context, req Request, url string) (*Result, 
 // describe the client's configuration (docs/metrics.md, "aioquic").
 type PeerFetch func(ctx context.Context, req Request, spec endpoint.FetchSpec) (fr *endpoint.FetchResult, extra map[string]float64, err error)
 
-// peerFetchKey carries, in the context of a client=aioquic sample, the
+// peerFetchKey carries, in the context of a fetch client's sample, the
 // PeerFetch that fetch calls instead of endpoint.Fetch.
 type peerFetchKey struct{}
 
@@ -104,19 +104,9 @@ type boundPeerFetch func(ctx context.Context, spec endpoint.FetchSpec) (*endpoin
 
 // Executor runs tests. The zero value runs built-in client tests only.
 type Executor struct {
-	// Aioquic takes the client=aioquic samples (plan.AioquicTests over h3).
-	Aioquic PeerFetch
-	// Browser takes the client=chromium samples.
-	Browser BrowserLoader
-	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
-	// the page in a browser of its own.
-	Lighthouse BrowserLoader
-	// Firefox takes the client=firefox samples.
-	Firefox BrowserLoader
-	// ChromiumBench and FirefoxBench run the bench page (bench.go) for
-	// the client=chromium and client=firefox samples of the tests other
-	// than page and site.
-	ChromiumBench, FirefoxBench BrowserBench
+	// Clients takes the samples of the registry's clients, by client name
+	// (Clients builds every registered one).
+	Clients map[string]ClientImpl
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -199,22 +189,30 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	if !slices.Contains(model.Protocols, req.Protocol) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
 	}
-	if model.IsBrowser(req.Client) {
-		if r.path == nil && req.Client != model.ClientLighthouse {
-			return e.benchSample(ctx, req, r)
-		}
-		return e.browserSample(ctx, req, r)
+	st, impl, err := e.clientFor(req.Client)
+	if err != nil {
+		return nil, err
 	}
-	if req.Client == model.ClientAioquic {
-		if e.Aioquic == nil {
-			return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
+	if st != nil {
+		switch st.Client.Kind {
+		case peers.KindBrowser, peers.KindAudit:
+			if r.path == nil && st.Client.Bench {
+				return e.benchSample(ctx, req, r, st, impl)
+			}
+			return e.browserSample(ctx, req, r, st, impl)
+		case peers.KindFetch:
+			if impl.Fetch == nil {
+				return nil, fmt.Errorf("client %s: no fetch in this agent", req.Client)
+			}
+			if why := fetchUnsupported(st, req.Test, req.Protocol); why != "" {
+				return nil, errors.New(why)
+			}
+			ctx = context.WithValue(ctx, peerFetchKey{}, boundPeerFetch(func(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
+				return impl.Fetch(ctx, req, spec)
+			}))
+		default:
+			return nil, fmt.Errorf("client %s: a %s client takes no samples in the agent", req.Client, st.Client.Kind)
 		}
-		if !slices.Contains(plan.AioquicTests, req.Test) || req.Protocol != model.ProtoH3 {
-			return nil, fmt.Errorf("client %s runs %s over h3 only, not %s over %s", req.Client, strings.Join(plan.AioquicTests, ", "), req.Test, req.Protocol)
-		}
-		ctx = context.WithValue(ctx, peerFetchKey{}, boundPeerFetch(func(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
-			return e.Aioquic(ctx, req, spec)
-		}))
 	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
@@ -354,28 +352,22 @@ func fetchBytes(ctx context.Context, spec endpoint.FetchSpec, size int64) (*endp
 	return fr, res, size, nil
 }
 
-func (e *Executor) browserSample(ctx context.Context, req Request, r run) (*Result, error) {
-	load := e.Browser
-	switch req.Client {
-	case model.ClientLighthouse:
-		load = e.Lighthouse
-	case model.ClientFirefox:
-		load = e.Firefox
-	}
+func (e *Executor) browserSample(ctx context.Context, req Request, r run, st *peers.Stack, impl ClientImpl) (*Result, error) {
+	load := impl.Load
 	if load == nil {
 		return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
 	}
 	if r.path == nil {
 		return nil, fmt.Errorf("client %s runs only page and site tests, not %s", req.Client, req.Test)
 	}
-	if req.Protocol != model.ProtoH1 && req.Protocol != model.ProtoH2 && req.Protocol != model.ProtoH3 {
-		return nil, fmt.Errorf("client %s speaks h1, h2 and h3, not %s", req.Client, req.Protocol)
+	if !slices.Contains(st.Client.Protocols, req.Protocol) {
+		return nil, fmt.Errorf("client %s speaks %s, not %s", req.Client, peers.List(st.Client.Protocols), req.Protocol)
 	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
 	}
-	if req.Params.Connection == plan.ConnWarm && req.Client == model.ClientLighthouse {
-		return nil, errors.New("client lighthouse measures cold loads only, not connection warm")
+	if req.Params.Connection == plan.ConnWarm && st.Client.ColdOnly != "" {
+		return nil, fmt.Errorf("client %s measures cold loads only, not connection warm", req.Client)
 	}
 	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + r.path(req.Params)
 	return load(ctx, req, u)

@@ -12,6 +12,7 @@ import (
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers/aioquic"
+	"github.com/quicbench/quicbench/peers/program"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/store"
@@ -45,7 +46,7 @@ func python(t *testing.T) string {
 // count, the loss, send and timeout methods it wraps) change: the client
 // program's self-check exercises each on a connection in memory.
 func TestCheckReadsRecoveryState(t *testing.T) {
-	v, err := aioquic.Check(t.Context(), python(t))
+	v, err := aioquic.CheckClient(t.Context(), python(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func runAioquic(t *testing.T, planText string) map[string][]model.Sample {
 		if i < 0 || smp.Warmup {
 			continue
 		}
-		if c := ds.Cells[i]; c.Client == model.ClientAioquic {
+		if c := ds.Cells[i]; c.Client == "aioquic" {
 			out[c.Test] = append(out[c.Test], smp)
 		}
 	}
@@ -138,7 +139,7 @@ tests:
 		if s.CPU.ClientUser+s.CPU.ClientSys <= 0 {
 			t.Errorf("no client CPU: %+v", s.CPU)
 		}
-		if s.Metrics["client_rcvbuf_bytes"] < aioquic.DefaultRcvBuf || s.Metrics["client_max_datagram_bytes"] != aioquic.DefaultMaxDatagramSize {
+		if s.Metrics["client_rcvbuf_bytes"] < program.DefaultRcvBuf || s.Metrics["client_max_datagram_bytes"] != program.DefaultMaxDatagramSize {
 			t.Errorf("client configuration metrics %v", s.Metrics)
 		}
 		t.Logf("download: %.1f Mbit/s, client CPU %v, warnings %q", s.Value, s.CPU.ClientUser+s.CPU.ClientSys, s.Warnings)
@@ -178,7 +179,7 @@ tests:
 `)
 	warned := 0
 	for _, s := range got["download"] {
-		if s.Metrics["client_rcvbuf_bytes"] >= aioquic.DefaultRcvBuf {
+		if s.Metrics["client_rcvbuf_bytes"] >= program.DefaultRcvBuf {
 			t.Fatalf("the receive buffer was raised to %v bytes", s.Metrics["client_rcvbuf_bytes"])
 		}
 		if slices.ContainsFunc(s.Warnings, func(w string) bool {

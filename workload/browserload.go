@@ -1,59 +1,41 @@
-package cli
+package workload
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"syscall"
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
-	"github.com/quicbench/quicbench/workload"
 )
 
-// browserLoader returns the agent's Chromium page loader. Every sample
-// starts a browser with a fresh profile and the HTTP cache disabled.
-// connection cold (the default): one load, nothing carried over. connection
-// warm: an unmeasured priming load of the same URL, then the measured load
-// in the same browser, over the connections the priming load left open;
-// both loads together within the sample's timeout. The result's Prep is
-// the time from the browser's start until the measured load (the start,
-// and the priming load when warm).
-func browserLoader() workload.BrowserLoader {
-	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := browser.NewSession(ctx, browser.Options{
-			URL:          url,
-			Protocol:     req.Protocol,
-			SPKIHash:     req.Target.SPKI,
-			Timeout:      req.Timeout,
-			DisableCache: true,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	})
-}
-
-// pageSession is a running browser of one sample (a *browser.Session or a
-// *firefox.Session).
-type pageSession interface {
+// PageSession is a running browser of one sample (a *browser.Session, a
+// *firefox.Session): it loads pages and closes.
+type PageSession interface {
 	Load(ctx context.Context, url string) (*browser.Result, error)
 	Close() error
 }
 
-// startSession starts the browser of one sample, for the page url.
-type startSession func(ctx context.Context, req workload.Request, url string) (pageSession, error)
+// StartSession starts the browser of one sample, for the page url.
+type StartSession func(ctx context.Context, req Request, url string) (PageSession, error)
 
-// sessionLoader is the page loader of a browser client whose browsers
-// start takes (see browserLoader for what a sample does).
-func sessionLoader(start startSession) workload.BrowserLoader {
-	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
-		newSession := func(ctx context.Context) (pageSession, error) { return start(ctx, req, url) }
+// SessionLoader is the page loader of a browser client whose browsers
+// start takes. Every sample starts a browser (with a fresh profile and the
+// HTTP cache disabled, as start sets it up). connection cold (the
+// default): one load, nothing carried over. connection warm: an unmeasured
+// priming load of the same URL, then the measured load in the same
+// browser, over the connections the priming load left open; both loads
+// together within the sample's timeout. The result's Prep is the time from
+// the browser's start until the measured load (the start, and the priming
+// load when warm); its CPU the browser processes' (the agent is their
+// subreaper, so their CPU counts in its RUSAGE_CHILDREN once reaped).
+func SessionLoader(start StartSession) BrowserLoader {
+	return func(ctx context.Context, req Request, url string) (*Result, error) {
+		newSession := func(ctx context.Context) (PageSession, error) { return start(ctx, req, url) }
 		warm := req.Params.Connection == plan.ConnWarm
-		before := childrenCPU()
+		before, _ := ChildrenCPU()
 		var br, primer *browser.Result
 		var prep time.Duration
 		var err error
@@ -62,9 +44,9 @@ func sessionLoader(start startSession) workload.BrowserLoader {
 		} else {
 			br, prep, err = coldLoad(ctx, newSession, url)
 		}
-		after := childrenCPU()
-		res := &workload.Result{Metrics: map[string]float64{}, Prep: prep}
-		cpu := model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
+		after, _ := ChildrenCPU()
+		res := &Result{Metrics: map[string]float64{}, Prep: prep}
+		cpu := model.CPUUsage{ClientUser: after.User - before.User, ClientSys: after.Sys - before.Sys}
 		switch {
 		case br != nil:
 			for k, v := range br.Metrics() {
@@ -100,10 +82,10 @@ func sessionLoader(start startSession) workload.BrowserLoader {
 			if br == nil && primer != nil {
 				reason = "priming load: " + reason
 			}
-			return res, &workload.InvalidError{Reason: reason}
+			return res, &InvalidError{Reason: reason}
 		}
 		if err == nil && warm && !br.ConnectionReused {
-			return res, &workload.InvalidError{Reason: "connection warm: the measured load's document came over a new connection, not one the priming load had opened"}
+			return res, &InvalidError{Reason: "connection warm: the measured load's document came over a new connection, not one the priming load had opened"}
 		}
 		return res, err
 	}
@@ -113,7 +95,7 @@ func sessionLoader(start startSession) workload.BrowserLoader {
 // closes the browser on every path, and also returns the time the browser
 // took to start: the unmeasured preparation of the sample (all the time
 // until the start failed, if it did).
-func coldLoad(ctx context.Context, newSession func(context.Context) (pageSession, error), url string) (res *browser.Result, prep time.Duration, err error) {
+func coldLoad(ctx context.Context, newSession func(context.Context) (PageSession, error), url string) (res *browser.Result, prep time.Duration, err error) {
 	start := time.Now()
 	s, err := newSession(ctx)
 	prep = time.Since(start)
@@ -136,7 +118,7 @@ func coldLoad(ctx context.Context, newSession func(context.Context) (pageSession
 // with primer set and measured nil. prep is the time from the browser's
 // start to the measured load (until the failure, if the start or the
 // priming load failed).
-func warmLoad(ctx context.Context, newSession func(context.Context) (pageSession, error), url string, limit time.Duration) (primer, measured *browser.Result, prep time.Duration, err error) {
+func warmLoad(ctx context.Context, newSession func(context.Context) (PageSession, error), url string, limit time.Duration) (primer, measured *browser.Result, prep time.Duration, err error) {
 	start := time.Now()
 	s, err := newSession(ctx)
 	if err != nil {
@@ -169,31 +151,4 @@ func warmLoad(ctx context.Context, newSession func(context.Context) (pageSession
 		return primer, measured, prep, loadErr("measured", err)
 	}
 	return primer, measured, prep, nil
-}
-
-// browserVersion starts the Chromium the agent's browser samples use, once,
-// and returns its product ("Chrome/156.0.8078.79"): the runner records it
-// with the run, and a resumed run refuses another browser.
-func browserVersion(ctx context.Context) (string, error) {
-	s, err := browser.NewSession(ctx, browser.Options{Protocol: model.ProtoH2})
-	if err != nil {
-		return "", err
-	}
-	v := s.Version()
-	if err := s.Close(); err != nil {
-		return "", fmt.Errorf("closing the browser after reading its version: %w", err)
-	}
-	return v, nil
-}
-
-type cpuPair struct{ user, sys time.Duration }
-
-// childrenCPU is the CPU time of the agent's waited-for children: the
-// browser processes of finished samples.
-func childrenCPU() cpuPair {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return cpuPair{}
-	}
-	return cpuPair{time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())}
 }

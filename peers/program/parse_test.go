@@ -1,4 +1,4 @@
-package aioquic
+package program
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -16,7 +17,7 @@ import (
 // prints it.
 func goodRecord() map[string]any {
 	return map[string]any{
-		"aioquic_version": "1.7.2",
+		"version":         "aioquic 1.7.2",
 		"config":          map[string]any{"congestion_control": "cubic", "max_datagram_size": 1452, "rcvbuf_bytes": 8388608},
 		"started_unix_ns": 1700000000000000000,
 		"cpu_start":       map[string]any{"user_ns": 100e6, "sys_ns": 20e6},
@@ -43,7 +44,7 @@ func marshal(t *testing.T, v any) []byte {
 }
 
 func TestParseGoodRecord(t *testing.T) {
-	fr, extra, err := parse(marshal(t, goodRecord()), 2, endpoint.CPUTime{User: 300 * time.Millisecond, Sys: 50 * time.Millisecond})
+	fr, extra, err := parse("aioquic", marshal(t, goodRecord()), 2, endpoint.CPUTime{User: 300 * time.Millisecond, Sys: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,8 +82,8 @@ func TestParseRejectsMalformedRecords(t *testing.T) {
 	}{
 		{name: "not JSON", raw: "Traceback (most recent call last):", want: "not a record"},
 		{name: "empty", raw: "", want: "not a record"},
-		{name: "two records", raw: `{"aioquic_version":"1.7.2"} {}`, want: "more than one record"},
-		{name: "no version", edit: func(m map[string]any) { delete(m, "aioquic_version") }, want: "no aioquic_version"},
+		{name: "two records", raw: `{"version":"aioquic 1.7.2"} {}`, want: "more than one record"},
+		{name: "no version", edit: func(m map[string]any) { delete(m, "version") }, want: "no version"},
 		{name: "wrong type", edit: func(m map[string]any) { m["requests"] = "none" }, want: "not a record"},
 		{name: "missing request", edit: func(m map[string]any) { m["requests"] = m["requests"].([]any)[:1] }, want: "1 requests in a record without error, want 2"},
 		{name: "no connection", edit: func(m map[string]any) { m["conns"] = []any{} }, want: "connection 0 of 0"},
@@ -101,7 +102,7 @@ func TestParseRejectsMalformedRecords(t *testing.T) {
 				tc.edit(m)
 				b = marshal(t, m)
 			}
-			fr, _, err := parse(b, 2, endpoint.CPUTime{})
+			fr, _, err := parse("aioquic", b, 2, endpoint.CPUTime{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
@@ -117,7 +118,7 @@ func TestParseFailureKeepsWhatWasMeasured(t *testing.T) {
 	m["error"] = "h3 /bytes/300: timeout (idle, 10s without progress)"
 	r := m["requests"].([]any)[1].(map[string]any)
 	r["end"], r["error"] = 0, m["error"]
-	fr, _, err := parse(marshal(t, m), 2, endpoint.CPUTime{})
+	fr, _, err := parse("aioquic", marshal(t, m), 2, endpoint.CPUTime{})
 	if err == nil || !strings.Contains(err.Error(), "timeout (idle") {
 		t.Fatalf("error %v", err)
 	}
@@ -129,7 +130,7 @@ func TestParseFailureKeepsWhatWasMeasured(t *testing.T) {
 func TestParseALPNMismatchIsInvalid(t *testing.T) {
 	m := goodRecord()
 	m["conns"].([]any)[0].(map[string]any)["negotiated"].(map[string]any)["ALPN"] = "h3-29"
-	_, _, err := parse(marshal(t, m), 2, endpoint.CPUTime{})
+	_, _, err := parse("aioquic", marshal(t, m), 2, endpoint.CPUTime{})
 	var mm *endpoint.MismatchError
 	if !errors.As(err, &mm) || mm.Got != "h3-29" {
 		t.Fatalf("error %v, want a MismatchError", err)
@@ -138,7 +139,7 @@ func TestParseALPNMismatchIsInvalid(t *testing.T) {
 
 func TestRequestFromSpec(t *testing.T) {
 	req := workload.Request{Target: workload.Target{Host: "10.1.2.2", Port: 4433, CAPEM: "PEM"}}
-	c := &Client{}
+	c := &Client{Name: "aioquic", CC: peers.CC{QUIC: []string{"cubic", "reno"}, QUICDefault: "cubic"}}
 	in, want, err := c.request(req, endpoint.FetchSpec{Proto: model.ProtoH3, Paths: []string{"/echo"}, Repeat: 5, Warm: true})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +149,7 @@ func TestRequestFromSpec(t *testing.T) {
 		in.Timeout != endpoint.DefaultTimeout.Seconds() || in.IdleTimeout != endpoint.DefaultIdleTimeout.Seconds() {
 		t.Fatalf("request %+v", in)
 	}
-	if in, _, _ := (&Client{RcvBuf: -1}).request(req, endpoint.FetchSpec{Proto: model.ProtoH3, Paths: []string{"/echo"}}); in.RcvBuf != 0 {
+	if in, _, _ := (&Client{Name: "aioquic", RcvBuf: -1}).request(req, endpoint.FetchSpec{Proto: model.ProtoH3, Paths: []string{"/echo"}}); in.RcvBuf != 0 {
 		t.Fatalf("RcvBuf -1 asked for %d bytes, want the kernel's default (0)", in.RcvBuf)
 	}
 	for _, spec := range []endpoint.FetchSpec{
@@ -166,10 +167,10 @@ func TestRequestFromSpec(t *testing.T) {
 	}
 }
 
-func TestFetchWithoutInterpreterFails(t *testing.T) {
+func TestFetchWithoutProgramFails(t *testing.T) {
 	req := workload.Request{Target: workload.Target{Host: "10.1.2.2", Port: 4433}}
-	_, _, err := (&Client{}).Fetch(t.Context(), req, endpoint.FetchSpec{Proto: model.ProtoH3, Paths: []string{"/echo"}})
-	if err == nil || !strings.Contains(err.Error(), "no Python interpreter") {
+	_, _, err := (&Client{Name: "aioquic"}).Fetch(t.Context(), req, endpoint.FetchSpec{Proto: model.ProtoH3, Paths: []string{"/echo"}})
+	if err == nil || !strings.Contains(err.Error(), "aioquic client: no program") {
 		t.Fatalf("error %v", err)
 	}
 }

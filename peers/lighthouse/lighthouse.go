@@ -1,4 +1,9 @@
-package cli
+// Package lighthouse is the Lighthouse stack (stack.yaml beside this
+// file): Lighthouse auditing page loads in headless Chromium (the CLI run
+// by package lighthouse with the Node.js and the Lighthouse this folder
+// pins). It registers the client agent's lighthouse client and doctor's
+// check.
+package lighthouse
 
 import (
 	"context"
@@ -10,9 +15,9 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
-	"github.com/quicbench/quicbench/lighthouse"
+	lh "github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
-	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -30,10 +35,67 @@ var (
 // then the trace's processing and the audits.
 const lighthouseAfterLoad = 30 * time.Second
 
+// Name is the stack's name in the registry.
+const Name = "lighthouse"
+
+// minTimeout is the stack's min_timeout (stack.yaml): a sample's shortest
+// timeout, which the plan's check enforces.
+var minTimeout = func() time.Duration {
+	st, ok := peers.ClientStack(Name)
+	if !ok {
+		panic("lighthouse: not in the registry")
+	}
+	return time.Duration(st.Client.MinTimeout)
+}()
+
 // lighthouseMinLoad is the shortest wait for the page's load a sample gives
-// Lighthouse: what plan.LighthouseMinTimeout leaves after
-// lighthouseAfterLoad and the 1 s it allows for the browser's start.
-const lighthouseMinLoad = plan.LighthouseMinTimeout - lighthouseAfterLoad - time.Second
+// Lighthouse: what minTimeout leaves after lighthouseAfterLoad and the 1 s
+// it allows for the browser's start.
+var lighthouseMinLoad = minTimeout - lighthouseAfterLoad - time.Second
+
+func init() {
+	peers.Provide(Name, peers.Hooks{Check: check})
+	workload.RegisterClient(Name, func(workload.ClientEnv) workload.ClientImpl {
+		return workload.ClientImpl{Load: lighthouseLoader(), Version: version}
+	})
+}
+
+// check finds Node.js and the pinned Lighthouse.
+func check(context.Context, string) (v, detail string, err error) {
+	inst, err := lh.Find()
+	if err != nil {
+		return "", "", err
+	}
+	return "Lighthouse " + inst.Version, fmt.Sprintf("%s on Node %s (%s)", inst.CLI, inst.NodeVersion, inst.Node), nil
+}
+
+// version is what the run records of a lighthouse client's samples: its
+// Chromium's product, Lighthouse's version and Node's.
+func version(ctx context.Context) (string, error) {
+	inst, err := lh.Find()
+	if err != nil {
+		return "", err
+	}
+	v, err := chromiumVersion(ctx)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s; Lighthouse %s on Node %s", v, inst.Version, inst.NodeVersion), nil
+}
+
+// chromiumVersion starts the Chromium Lighthouse drives, once, and
+// returns its product.
+func chromiumVersion(ctx context.Context) (string, error) {
+	s, err := browser.NewSession(ctx, browser.Options{Protocol: model.ProtoH2})
+	if err != nil {
+		return "", err
+	}
+	v := s.Version()
+	if err := s.Close(); err != nil {
+		return "", fmt.Errorf("closing the browser after reading its version: %w", err)
+	}
+	return v, nil
+}
 
 // lighthouseLoader returns the agent's Lighthouse sampler. Every sample
 // starts Chromium with a fresh profile (as a chromium sample does, plus a
@@ -43,12 +105,12 @@ const lighthouseMinLoad = plan.LighthouseMinTimeout - lighthouseAfterLoad - time
 // Lighthouse's whole run (its own tab, the load, the quiet windows, the
 // audits). Lighthouse is looked for once, at the first sample.
 func lighthouseLoader() workload.BrowserLoader {
-	return newLighthouseLoader(lighthouse.Find)
+	return newLighthouseLoader(lh.Find)
 }
 
 // newLighthouseLoader is lighthouseLoader with the function that finds
 // Lighthouse, which it calls at most once.
-func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.BrowserLoader {
+func newLighthouseLoader(find func() (lh.Install, error)) workload.BrowserLoader {
 	find = sync.OnceValues(find)
 	return func(ctx context.Context, req workload.Request, pageURL string) (*workload.Result, error) {
 		inst, err := find()
@@ -57,7 +119,7 @@ func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.Brows
 		}
 		limit := req.Timeout
 		if limit <= 0 {
-			limit = lighthouse.DefaultTimeout
+			limit = lh.DefaultTimeout
 		}
 		opts := browser.Options{
 			URL:             pageURL,
@@ -67,7 +129,7 @@ func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.Brows
 			DisableFeatures: lighthouseDisabledFeatures,
 			ExtraArgs:       lighthouseChromiumArgs,
 		}
-		before := childrenCPU()
+		before, _ := workload.ChildrenCPU()
 		start := time.Now()
 		s, err := browser.NewSession(ctx, opts)
 		res := &workload.Result{Metrics: map[string]float64{}, Prep: time.Since(start)}
@@ -78,17 +140,17 @@ func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.Brows
 		if cerr := s.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
-		after := childrenCPU()
+		after, _ := workload.ChildrenCPU()
 		if rep == nil {
 			return res, err
 		}
 		fillLighthouse(res, rep, pageURL)
 		res.Wall = wall
-		res.CPU = model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
+		res.CPU = model.CPUUsage{ClientUser: after.User - before.User, ClientSys: after.Sys - before.Sys}
 		if err != nil {
 			return res, err
 		}
-		var inc *lighthouse.IncompleteError
+		var inc *lh.IncompleteError
 		if err := rep.Check(); errors.As(err, &inc) && inc.Err == nil {
 			return res, &workload.InvalidError{Reason: err.Error()}
 		} else if err != nil {
@@ -104,7 +166,7 @@ func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.Brows
 // audit runs Lighthouse against the session's browser within what the
 // sample's timeout leaves after the browser's start (prep) and returns the
 // report (also with a runtime error), the run's duration and its error.
-func audit(ctx context.Context, s *browser.Session, inst lighthouse.Install, pageURL string, timeout, prep time.Duration) (*lighthouse.Report, time.Duration, error) {
+func audit(ctx context.Context, s *browser.Session, inst lh.Install, pageURL string, timeout, prep time.Duration) (*lh.Report, time.Duration, error) {
 	wait, err := lighthouseWait(timeout, prep)
 	if err != nil {
 		return nil, 0, err
@@ -114,7 +176,7 @@ func audit(ctx context.Context, s *browser.Session, inst lighthouse.Install, pag
 		return nil, 0, err
 	}
 	start := time.Now()
-	rep, err := lighthouse.Run(ctx, inst, lighthouse.Options{URL: pageURL, Port: port, MaxWaitForLoad: wait, Timeout: timeout - prep})
+	rep, err := lh.Run(ctx, inst, lh.Options{URL: pageURL, Port: port, MaxWaitForLoad: wait, Timeout: timeout - prep})
 	return rep, time.Since(start), err
 }
 
@@ -123,11 +185,11 @@ func audit(ctx context.Context, s *browser.Session, inst lighthouse.Install, pag
 // stops waiting for the load then and still needs lighthouseAfterLoad for
 // its quiet windows and audits. It fails when that leaves less than
 // lighthouseMinLoad for the load (the plan's check lets no timeout under
-// plan.LighthouseMinTimeout through, but the browser can start slowly).
+// minTimeout through, but the browser can start slowly).
 func lighthouseWait(timeout, prep time.Duration) (time.Duration, error) {
 	wait := timeout - prep - lighthouseAfterLoad
 	if wait < lighthouseMinLoad {
-		need := max(plan.LighthouseMinTimeout, (prep + lighthouseAfterLoad + lighthouseMinLoad + time.Second - 1).Truncate(time.Second))
+		need := max(minTimeout, (prep + lighthouseAfterLoad + lighthouseMinLoad + time.Second - 1).Truncate(time.Second))
 		return 0, fmt.Errorf("client lighthouse: the sample's timeout of %v, less the browser's start (%v) and the %v Lighthouse needs after the load, leaves %v for the page's load, less than the %v minimum: give the test a timeout of at least %v",
 			timeout, prep.Round(time.Millisecond), lighthouseAfterLoad, wait.Round(time.Millisecond), lighthouseMinLoad, need)
 	}
@@ -137,11 +199,11 @@ func lighthouseWait(timeout, prep time.Duration) (time.Duration, error) {
 // fillLighthouse turns a Lighthouse report into the sample's metrics
 // (docs/metrics.md, "Lighthouse"), its resources and its negotiated
 // protocol.
-func fillLighthouse(res *workload.Result, rep *lighthouse.Report, pageURL string) {
+func fillLighthouse(res *workload.Result, rep *lh.Report, pageURL string) {
 	m := res.Metrics
 	for id, name := range map[string]string{
-		lighthouse.AuditFCP: "lh_fcp_ms", lighthouse.AuditSI: "lh_si_ms", lighthouse.AuditLCP: "lh_lcp_ms",
-		lighthouse.AuditTTI: "lh_tti_ms", lighthouse.AuditTBT: "lh_tbt_ms", lighthouse.AuditCLS: "lh_cls",
+		lh.AuditFCP: "lh_fcp_ms", lh.AuditSI: "lh_si_ms", lh.AuditLCP: "lh_lcp_ms",
+		lh.AuditTTI: "lh_tti_ms", lh.AuditTBT: "lh_tbt_ms", lh.AuditCLS: "lh_cls",
 	} {
 		if v, ok := rep.MetricValues[id]; ok {
 			m[name] = v
@@ -149,7 +211,7 @@ func fillLighthouse(res *workload.Result, rep *lighthouse.Report, pageURL string
 	}
 	// Both scores need every metric's score (Lighthouse 12 gives none
 	// when a weighted metric is missing; Check then marks the sample).
-	if len(rep.MetricScores) == len(lighthouse.MetricAudits()) {
+	if len(rep.MetricScores) == len(lh.MetricAudits()) {
 		// Lighthouse gives the score with two decimals: whole points.
 		m["lh_score"] = math.Round(100 * rep.Score)
 		m["lh_study_score"] = 100 * rep.StudyScore
@@ -205,7 +267,7 @@ func fillLighthouse(res *workload.Result, rep *lighthouse.Report, pageURL string
 // protocolCheck returns a *browser.ProtocolMismatchError when a request
 // to the page's origin used another protocol than proto (requests to
 // other origins and data: URLs are not checked).
-func protocolCheck(rep *lighthouse.Report, proto, pageURL string) error {
+func protocolCheck(rep *lh.Report, proto, pageURL string) error {
 	want, _ := browser.NextHopProtocol(proto)
 	base, err := url.Parse(pageURL)
 	if err != nil {

@@ -1,26 +1,22 @@
-// Package aioquic runs aioquic's HTTP/3 client (client.py beside this file,
-// carried in the binary) as quicbench's client "aioquic": a second QUIC and
-// HTTP/3 stack, in Python, on the client side of a sample.
+// Package program runs the client programs of quicbench's peer program
+// protocol (docs/peers.md, "The peer program protocol"): a program that
+// reads one JSON request on its standard input, makes the requests of a
+// sample over one HTTP/3 connection with its own stack, and prints one JSON
+// record of the connection's and every request's timeline (nanoseconds from
+// the sample's start, as quicbench's built-in client records them:
+// endpoint.ConnTiming and endpoint.RequestTiming), what the connection
+// negotiated and its transport statistics. Package workload derives the
+// test's metrics from that record with the same code as the built-in
+// client's, so that every client's numbers mean the same.
 //
-// The agent runs the program inside the client namespace once per sample
-// (Client.Fetch, a workload.PeerFetch). The program records the connection
-// and every request as the built-in client does (endpoint.ConnTiming and
-// endpoint.RequestTiming, nanoseconds from the sample's start), so that
-// package workload derives the test's metrics from its record with the same
-// code as the built-in client's. Its transport statistics come from
-// aioquic's recovery state, which aioquic keeps in private attributes: the
-// program refuses any other aioquic than Version, and Check (quicbench
-// doctor, and a test) exercises the attributes it reads.
-//
-// The interpreter is the virtual environment scripts/setup.sh installs
-// aioquic into (peers/aioquic/.venv, requirements.txt pins Version); see
-// FindPython.
-package aioquic
+// aioquic's client (peers/aioquic/client.py), quiche's and quinn's speak it;
+// each stack's package configures a Client with its program and registers
+// it as a workload client.
+package program
 
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,31 +32,17 @@ import (
 	"github.com/quicbench/quicbench/workload"
 )
 
-// Version is the aioquic release the client program reads the private
-// recovery state of (peers/aioquic/requirements.txt pins it).
-const Version = "1.7.2"
-
-// Program is peers/aioquic/client.py, carried in the binary so that the
-// program the agent runs always matches this package.
-//
-//go:embed client.py
-var Program string
-
-// Defaults of the client's configuration (docs/metrics.md, "aioquic").
+// Defaults of a client program's configuration (docs/metrics.md, "Peer
+// clients").
 const (
 	// DefaultRcvBuf is the UDP receive buffer the client asks for: with
-	// the kernel's default (208 KiB) the CPU-bound Python receiver
-	// overflows it on fast links (../shared/research/peers.md).
+	// the kernel's default (208 KiB) a CPU-bound receiver (aioquic's, in
+	// Python) overflows it on fast links (../shared/research/peers.md).
 	DefaultRcvBuf = 4 << 20
-	// DefaultCongestionControl is aioquic's algorithm the client uses:
-	// Cubic, as quic-go (aioquic's own default is Reno).
-	DefaultCongestionControl = "cubic"
 	// DefaultMaxDatagramSize is the largest UDP payload the client sends:
-	// what fits a 1500-byte MTU, quic-go's largest (aioquic's own default
-	// is 1200 and it has no path MTU discovery).
+	// what fits a 1500-byte MTU, quic-go's largest.
 	DefaultMaxDatagramSize = 1452
-	// Flow-control windows: quic-go's largest auto-tuned receive windows
-	// (aioquic's own are 1 MiB and fixed).
+	// Flow-control windows: quic-go's largest auto-tuned receive windows.
 	DefaultMaxData       = 15 << 20
 	DefaultMaxStreamData = 6 << 20
 )
@@ -74,15 +56,23 @@ const killGrace = 10 * time.Second
 // 1 GB download is about 15 MB of record).
 const maxOutput = 512 << 20
 
-// Client runs samples with the aioquic client program. Its zero value with
-// Python set uses the defaults above.
+// Client runs samples with a client program. Name and Argv are required;
+// the other fields' zero values use the defaults above.
 type Client struct {
-	Python string // the interpreter of the venv holding aioquic (FindPython)
+	// Name names the program's stack in errors ("aioquic client: ...").
+	Name string
+	// Argv is the program and its arguments; the request goes to its
+	// standard input.
+	Argv []string
+	// CC is the stack's congestion control: a sample's plan cc is asked
+	// for when the stack can run it (peers.CC.QUICFor), else its default.
+	CC peers.CC
 	// RcvBuf is the SO_RCVBUF to ask for: 0 = DefaultRcvBuf, negative =
 	// leave the kernel's default (tests of receiver drops).
-	RcvBuf            int
-	CongestionControl string // "cubic" or "reno"; "" = DefaultCongestionControl
-	MaxDatagramSize   int    // 0 = DefaultMaxDatagramSize
+	RcvBuf          int
+	MaxDatagramSize int // 0 = DefaultMaxDatagramSize
+	// KeyLog, when set, is the file the program appends TLS secrets to.
+	KeyLog string
 }
 
 // request is the program's input (see client.py's docstring).
@@ -106,21 +96,22 @@ type request struct {
 	MaxStreamData    int      `json:"max_stream_data"`
 	RcvBuf           int      `json:"rcvbuf"`
 	QlogDir          string   `json:"qlog_dir,omitempty"`
+	KeyLog           string   `json:"keylog,omitempty"`
 }
 
 // Fetch runs spec (an h3 FetchSpec of the download, upload, ttfb, latency
-// or multiplex test) with the aioquic client against req's target; it is a
-// workload.PeerFetch. The program runs in the calling process's network
+// or multiplex test) with the client program against req's target; it is
+// a workload.PeerFetch. The program runs in the calling process's network
 // namespace, in a process group of its own that is killed when ctx ends or
 // the sample's timeout passes. The FetchResult's CPU is the program's own
-// CPU time from just before the sample's clock started (its interpreter's
+// CPU time from just before the sample's clock started (an interpreter's
 // start and imports excluded) to its exit; extra holds the receive buffer
 // the kernel granted and the datagram size used. Malformed output fails the
 // sample with an error that says what was wrong.
 func (c *Client) Fetch(ctx context.Context, req workload.Request, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
 	in, want, err := c.request(req, spec)
 	if err != nil {
-		return nil, nil, fmt.Errorf("aioquic client: %w", err)
+		return nil, nil, fmt.Errorf("%s client: %w", c.Name, err)
 	}
 	body, err := json.Marshal(in)
 	if err != nil {
@@ -131,7 +122,7 @@ func (c *Client) Fetch(ctx context.Context, req workload.Request, spec endpoint.
 	if err != nil {
 		return nil, nil, err
 	}
-	return parse(out, want, cpu)
+	return parse(c.Name, out, want, cpu)
 }
 
 // request builds the program's input from spec and req's target.
@@ -144,7 +135,7 @@ func (c *Client) request(req workload.Request, spec endpoint.FetchSpec) (request
 	case spec.Page:
 		return request{}, 0, errors.New("does not load pages")
 	case spec.Verify || spec.Insecure || spec.KeyLog != nil:
-		return request{}, 0, errors.New("neither verifies bodies, skips certificate checks nor logs TLS keys")
+		return request{}, 0, errors.New("neither verifies bodies, skips certificate checks nor logs TLS keys to a writer")
 	case len(spec.Paths) == 0:
 		return request{}, 0, errors.New("no paths to request")
 	case spec.Repeat < 0 || spec.Parallel < 0 || spec.Upload < 0:
@@ -168,14 +159,22 @@ func (c *Client) request(req workload.Request, spec endpoint.FetchSpec) (request
 		FirstByteTimeout: secs(spec.FirstByteTimeout, endpoint.DefaultFirstByteTimeout),
 		IdleTimeout:      secs(spec.IdleTimeout, endpoint.DefaultIdleTimeout),
 		Timeout:          secs(spec.Timeout, endpoint.DefaultTimeout),
-		CongestionCtl:    cmp(c.CongestionControl, DefaultCongestionControl),
+		CongestionCtl:    c.congestionControl(req.CC),
 		MaxDatagramSize:  cmp(c.MaxDatagramSize, DefaultMaxDatagramSize),
 		MaxData:          DefaultMaxData,
 		MaxStreamData:    DefaultMaxStreamData,
 		RcvBuf:           max(cmp(c.RcvBuf, DefaultRcvBuf), 0),
 		QlogDir:          spec.QlogDir,
+		KeyLog:           c.KeyLog,
 	}
 	return in, len(spec.Paths) * in.Repeat, nil
+}
+
+// congestionControl is what the program is asked to run over QUIC for a
+// sample whose plan asks for cc ("" = model.DefaultCC).
+func (c *Client) congestionControl(cc string) string {
+	algo, _ := c.CC.QUICFor(cmp(cc, model.DefaultCC))
+	return algo
 }
 
 // cmp returns v, or def when v is the zero value.
@@ -191,13 +190,12 @@ func cmp[T comparable](v, def T) T {
 // CPU time. It is killed (with its process group) when ctx ends or limit
 // passes, and when the calling thread dies.
 func (c *Client) run(ctx context.Context, body []byte, limit time.Duration) ([]byte, endpoint.CPUTime, error) {
-	if c.Python == "" {
-		return nil, endpoint.CPUTime{}, errors.New("aioquic client: no Python interpreter (see quicbench doctor)")
+	if len(c.Argv) == 0 {
+		return nil, endpoint.CPUTime{}, fmt.Errorf("%s client: no program to run (see quicbench doctor)", c.Name)
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, limit, &endpoint.TimeoutError{Phase: endpoint.PhaseTotal, Limit: limit})
 	defer cancel()
-	// -I: isolated mode (no PYTHON* variables, no user site directory).
-	cmd := exec.CommandContext(ctx, c.Python, "-I", "-c", Program)
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
 	cmd.Stdin = bytes.NewReader(body)
 	stdout := &capped{max: maxOutput}
 	stderr := &capped{max: 8 << 10, tail: true}
@@ -211,13 +209,13 @@ func (c *Client) run(ctx context.Context, body []byte, limit time.Duration) ([]b
 		cpu = endpoint.CPUTime{User: cmd.ProcessState.UserTime(), Sys: cmd.ProcessState.SystemTime()}
 	}
 	if cause := context.Cause(ctx); cause != nil {
-		return nil, cpu, fmt.Errorf("aioquic client killed: %w", cause)
+		return nil, cpu, fmt.Errorf("%s client killed: %w", c.Name, cause)
 	}
 	if stdout.over {
-		return nil, cpu, fmt.Errorf("aioquic client: its record exceeds %d bytes", maxOutput)
+		return nil, cpu, fmt.Errorf("%s client: its record exceeds %d bytes", c.Name, maxOutput)
 	}
 	if err != nil {
-		return nil, cpu, fmt.Errorf("aioquic client (%s): %v: %s", c.Python, err, strings.TrimSpace(stderr.String()))
+		return nil, cpu, fmt.Errorf("%s client (%s): %v: %s", c.Name, c.Argv[0], err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.Bytes(), cpu, nil
 }
@@ -248,38 +246,4 @@ func (c *capped) Write(p []byte) (int, error) {
 	}
 	c.Buffer.Write(p)
 	return n, nil
-}
-
-// FindPython returns the interpreter of the aioquic peer's virtual
-// environment, the one the aioquic server runs with too
-// (peers.FindAioquic: $QUICBENCH_AIOQUIC, else peers/aioquic/.venv near
-// the executable or the working directory).
-func FindPython() (string, error) { return peers.FindAioquic() }
-
-// EnvVar names the environment variable that tells FindPython where the
-// aioquic peer is: a directory holding .venv (like peers/aioquic).
-const EnvVar = peers.AioquicEnvVar
-
-// Check runs the program's self-check with python (client.py --check): it
-// builds an aioquic client connection in memory, lets it send and time out,
-// and reads its recovery state through the private attributes the client
-// relies on. It returns aioquic's version, or why the client cannot work.
-func Check(ctx context.Context, python string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	b, err := exec.CommandContext(ctx, python, "-I", "-c", Program, "--check").CombinedOutput()
-	out := strings.TrimSpace(string(b))
-	if err != nil {
-		return "", fmt.Errorf("aioquic client self-check (%s client.py --check): %v: %s", python, err, out)
-	}
-	var rep struct {
-		Version string `json:"aioquic_version"`
-	}
-	if err := json.Unmarshal(b, &rep); err != nil || rep.Version == "" {
-		return "", fmt.Errorf("aioquic client self-check printed no version: %q", out)
-	}
-	if rep.Version != Version {
-		return rep.Version, fmt.Errorf("aioquic %s is installed, the client needs %s (peers/aioquic/requirements.txt)", rep.Version, Version)
-	}
-	return rep.Version, nil
 }

@@ -1,4 +1,4 @@
-package aioquic
+package program
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 // output is the program's record (client.py's docstring).
 type output struct {
-	Version string `json:"aioquic_version"`
+	Version string `json:"version"`
 	Config  struct {
 		CongestionControl string  `json:"congestion_control"`
 		MaxDatagramSize   int     `json:"max_datagram_size"`
@@ -64,20 +64,20 @@ type requestRecord struct {
 // client would have recorded, and the configuration metrics. A record that
 // reports a failure still yields what it measured, with the failure as the
 // error.
-func parse(out []byte, want int, cpu endpoint.CPUTime) (*endpoint.FetchResult, map[string]float64, error) {
+func parse(name string, out []byte, want int, cpu endpoint.CPUTime) (*endpoint.FetchResult, map[string]float64, error) {
 	var o output
 	dec := json.NewDecoder(strings.NewReader(string(out)))
 	if err := dec.Decode(&o); err != nil {
-		return nil, nil, fmt.Errorf("aioquic client: its output is not a record: %v (%d bytes: %.200q)", err, len(out), out)
+		return nil, nil, fmt.Errorf("%s client: its output is not a record: %v (%d bytes: %.200q)", name, err, len(out), out)
 	}
 	if dec.More() {
-		return nil, nil, errors.New("aioquic client: its output holds more than one record")
+		return nil, nil, fmt.Errorf("%s client: its output holds more than one record", name)
 	}
 	if o.Version == "" {
-		return nil, nil, errors.New("aioquic client: its record has no aioquic_version")
+		return nil, nil, fmt.Errorf("%s client: its record has no version", name)
 	}
 	if err := o.check(want); err != nil {
-		return nil, nil, fmt.Errorf("aioquic client: malformed record: %w", err)
+		return nil, nil, fmt.Errorf("%s client: malformed record: %w", name, err)
 	}
 	fr := &endpoint.FetchResult{
 		Proto:        model.ProtoH3,
@@ -126,7 +126,7 @@ func parse(out []byte, want int, cpu endpoint.CPUTime) (*endpoint.FetchResult, m
 		extra["client_max_datagram_bytes"] = float64(o.Config.MaxDatagramSize)
 	}
 	if o.Error != "" {
-		return fr, extra, fmt.Errorf("aioquic client: %s", o.Error)
+		return fr, extra, fmt.Errorf("%s client: %s", name, o.Error)
 	}
 	for _, c := range fr.Conns {
 		if c.Negotiated.ALPN != "h3" {
