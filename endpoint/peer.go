@@ -110,11 +110,13 @@ type PeerServer struct {
 	exited chan struct{}
 	stderr tailBuffer
 
-	// stats: the program reports its connections (RunProgram)
-	stats bool
-	book  *statsBook
-	mu    sync.Mutex
-	refs  map[string]bookRef // open connections by client address
+	// stats: the program reports its connections (RunProgram), or
+	// statsSource reads them (SetStatsSource)
+	stats       bool
+	statsSource func(ctx context.Context, kind, addr string) (model.TransportStats, error)
+	book        *statsBook
+	mu          sync.Mutex
+	refs        map[string]bookRef // open connections by client address
 
 	closers   []func()
 	closeOnce sync.Once
@@ -239,6 +241,12 @@ func (p *PeerServer) Logf(format string, args ...any) { p.logf(format, args...) 
 // (what the server was configured with that the statistics do not show).
 func (p *PeerServer) SetInfo(port int, version string, settings map[string]string) {
 	p.info.Port, p.info.Version, p.info.Settings = port, version, settings
+}
+
+// SetStatsSource makes f answer ConnStats: a launcher that reads the
+// server's statistics itself (from its qlog files, say).
+func (p *PeerServer) SetStatsSource(f func(ctx context.Context, kind, addr string) (model.TransportStats, error)) {
+	p.statsSource = f
 }
 
 // OnClose registers f to run when the server is closed, after its process
@@ -558,8 +566,12 @@ func (p *PeerServer) CPU() (CPUTime, error) {
 
 // ConnStats returns the server-side statistics of the connection from addr
 // once it has ended: a program peer reports its QUIC connections (the end
-// lines of RunProgram); other peers report none.
+// lines of RunProgram), a launcher may read them itself
+// (SetStatsSource); other peers report none.
 func (p *PeerServer) ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error) {
+	if p.statsSource != nil {
+		return p.statsSource(ctx, kind, addr)
+	}
 	switch {
 	case !p.stats:
 		return model.TransportStats{}, fmt.Errorf("%s reports no transport statistics", p.cfg.Impl)

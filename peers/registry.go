@@ -158,6 +158,11 @@ type Server struct {
 	CC CC `yaml:"cc"`
 	// Stats is where its side's transport statistics come from.
 	Stats string `yaml:"stats"`
+	// DirSlash: it serves a page's document (written to disk as
+	// page/N/S/index.html beside its objects) only at the path with a
+	// trailing slash, answering /page/N/S with a redirect: clients ask
+	// for /page/N/S/ (workload.Target.DirSlash).
+	DirSlash bool `yaml:"dir_slash"`
 }
 
 // Client is a stack's client role.

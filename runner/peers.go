@@ -65,3 +65,10 @@ func servesFiles(impl string) bool {
 	st, ok := peers.ServerStack(impl)
 	return ok && st.Server.Launch == peers.LaunchFiles
 }
+
+// dirSlash reports whether a server answers a page's document only at its
+// path with a trailing slash (its stack's dir_slash).
+func dirSlash(impl string) bool {
+	st, ok := peers.ServerStack(impl)
+	return ok && st.Server.DirSlash
+}

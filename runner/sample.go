@@ -243,7 +243,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		Timeout: r.plan.TimeoutFor(c),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
-			CAPEM: info.CAPEM, SPKI: info.SPKI,
+			CAPEM: info.CAPEM, SPKI: info.SPKI, DirSlash: dirSlash(c.ServerImpl()),
 		},
 	}
 
@@ -288,6 +288,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	}
 	s.Transport = append(s.Transport, serverStats...)
 	recordCC(c, s, seen, ccErr)
+	checkQUICCC(c, s)
 	s.Timelines = append(res.Timelines, serverSeries...)
 	s.Resources = res.Resources
 	s.Wall = res.Wall

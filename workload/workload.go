@@ -17,6 +17,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint"
@@ -39,6 +40,10 @@ type Target struct {
 	PlainPort int    `json:"plain_port"` // cleartext HTTP/1.1 port
 	CAPEM     string `json:"ca_pem"`     // CA that issued the server certificate
 	SPKI      string `json:"spki"`       // base64 SHA-256 of the leaf's SubjectPublicKeyInfo
+	// DirSlash: the server answers a page's document (a directory of
+	// files on its disk) only at its path with a trailing slash (its
+	// stack's dir_slash): clients ask for /page/N/S/ there.
+	DirSlash bool `json:"dir_slash,omitempty"`
 }
 
 // Request is one sample to take.
@@ -222,7 +227,7 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	if r.path != nil {
-		spec.Paths = []string{r.path(req.Params)}
+		spec.Paths = []string{pathFor(req, r)}
 	}
 	return r.builtin(ctx, e, spec, req.Params)
 }
@@ -369,6 +374,16 @@ func (e *Executor) browserSample(ctx context.Context, req Request, r run, st *pe
 	if req.Params.Connection == plan.ConnWarm && st.Client.ColdOnly != "" {
 		return nil, fmt.Errorf("client %s measures cold loads only, not connection warm", req.Client)
 	}
-	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + r.path(req.Params)
+	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + pathFor(req, r)
 	return load(ctx, req, u)
+}
+
+// pathFor is the path of the page a test r loads for req: the test's, with
+// a trailing slash for a server that answers a page's document only there.
+func pathFor(req Request, r run) string {
+	p := r.path(req.Params)
+	if req.Target.DirSlash && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
 }

@@ -64,14 +64,34 @@ func Get(t testing.TB, c *http.Client, url string) (*http.Response, []byte) {
 // sends (package content).
 func SameContent(t testing.TB, c *http.Client, base, proto string) {
 	t.Helper()
+	SameContentAs(t, c, base, proto, Server{NoStore: true})
+}
+
+// Server says what a peer server does beside quicbench's resources.
+type Server struct {
+	// DirSlash: it answers a page's document only at its path with a
+	// trailing slash (its stack's dir_slash).
+	DirSlash bool
+	// NoStore: it marks responses uncacheable (Cache-Control: no-store),
+	// as quicbench's server does.
+	NoStore bool
+}
+
+// SameContentAs is SameContent for a server that does what srv says.
+func SameContentAs(t testing.TB, c *http.Client, base, proto string, srv Server) {
+	t.Helper()
 	const pagePath = "/page/4/100-3KB"
 	pg, err := content.ParsePage("4", "100-3KB")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, b := Get(t, c, base+pagePath)
-	if resp.StatusCode != 200 || !bytes.Equal(b, pg.HTML(pagePath)) || resp.Header.Get("Cache-Control") != "no-store" {
-		t.Fatalf("%s %s: status %d, headers %v, body %q, want %q", proto, pagePath, resp.StatusCode, resp.Header, b, pg.HTML(pagePath))
+	docPath := pagePath
+	if srv.DirSlash {
+		docPath += "/"
+	}
+	resp, b := Get(t, c, base+docPath)
+	if resp.StatusCode != 200 || !bytes.Equal(b, pg.HTML(pagePath)) || (srv.NoStore && resp.Header.Get("Cache-Control") != "no-store") {
+		t.Fatalf("%s %s: status %d, headers %v, body %q, want %q", proto, docPath, resp.StatusCode, resp.Header, b, pg.HTML(pagePath))
 	}
 	if resp.Proto != map[string]string{model.ProtoH1: "HTTP/1.1", model.ProtoH2: "HTTP/2.0", model.ProtoH3: "HTTP/3.0"}[proto] {
 		t.Fatalf("%s: response over %s", proto, resp.Proto)

@@ -11,4 +11,5 @@ import (
 	_ "github.com/quicbench/quicbench/peers/chromium"
 	_ "github.com/quicbench/quicbench/peers/firefox"
 	_ "github.com/quicbench/quicbench/peers/lighthouse"
+	_ "github.com/quicbench/quicbench/peers/ngtcp2"
 )
