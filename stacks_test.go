@@ -1,6 +1,9 @@
 package quicbench_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/printer"
 	"go/scanner"
 	"go/token"
 	"os"
@@ -99,5 +102,76 @@ func TestStackNamesStayInTheirFolders(t *testing.T) {
 	}
 	if files < 100 {
 		t.Fatalf("read %d Go files: is the test running at the module root?", files)
+	}
+}
+
+// TestSkipsGoThroughTheRule fails when a test skips by itself instead of
+// through internal/testsupport (Unavailable, RequireRoot...), which turns
+// the skip into a failure under QUICBENCH_REQUIRE_ALL (CI): a test whose
+// prerequisite is missing on CI's machine must fail, never pass unseen. A
+// skip is allowed only in a branch on testing.Short() (the user asked for
+// the short suite), or on an environment variable or saying "helper
+// process" (a re-executed helper process's entry, which is no test).
+func TestSkipsGoThroughTheRule(t *testing.T) {
+	fset := token.NewFileSet()
+	var bad []string
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); path != "." && (strings.HasPrefix(n, ".") || n == "testdata" || n == "node_modules" || n == "target") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") || strings.HasPrefix(path, "internal/testsupport") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		var conds []ast.Expr
+		var walk func(n ast.Node) bool
+		walk = func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.IfStmt:
+				conds = append(conds, x.Cond)
+				ast.Inspect(x.Body, walk)
+				conds = conds[:len(conds)-1]
+				if x.Else != nil {
+					ast.Inspect(x.Else, walk)
+				}
+				return false
+			case *ast.CallExpr:
+				sel, ok := x.Fun.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "Skip" && sel.Sel.Name != "Skipf" && sel.Sel.Name != "SkipNow") {
+					return true
+				}
+				if len(x.Args) > 0 {
+					if lit, ok := x.Args[0].(*ast.BasicLit); ok && strings.Contains(lit.Value, "helper process") {
+						return true
+					}
+				}
+				for _, c := range conds {
+					var src strings.Builder
+					_ = printer.Fprint(&src, fset, c)
+					if s := src.String(); strings.Contains(s, "testing.Short()") || strings.Contains(s, "Getenv") {
+						return true
+					}
+				}
+				bad = append(bad, fset.Position(x.Pos()).String())
+			}
+			return true
+		}
+		ast.Inspect(f, walk)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Errorf("%s: a skip outside testsupport's rule: call testsupport.Unavailable (or RequireRoot) instead", b)
 	}
 }

@@ -11,5 +11,6 @@ import (
 	_ "github.com/quicbench/quicbench/peers/chromium"
 	_ "github.com/quicbench/quicbench/peers/firefox"
 	_ "github.com/quicbench/quicbench/peers/lighthouse"
+	_ "github.com/quicbench/quicbench/peers/nginx"
 	_ "github.com/quicbench/quicbench/peers/ngtcp2"
 )

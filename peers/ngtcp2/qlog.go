@@ -292,9 +292,16 @@ func (t *trace) fingerprint() (algo string, reductions int) {
 //
 // Its CongestionEvents count the window's reductions by a factor (those
 // fingerprint reads).
+//
+// BBR does not cut its window by a factor: under it the reductions tell
+// nothing and are not counted (NotMeasured).
 func (t *trace) transport(side, algo string) model.TransportStats {
 	fp, reductions := t.fingerprint()
-	if fp != "" {
+	events := int64(reductions)
+	switch {
+	case algo == "bbr":
+		events = model.NotMeasured
+	case fp != "":
 		algo = fp
 	}
 	return model.TransportStats{
@@ -304,7 +311,7 @@ func (t *trace) transport(side, algo string) model.TransportStats {
 		PacketsSent: t.sent, PacketsLost: t.lost,
 		Retransmits: t.lost, BytesRetransmitted: t.lostBytes,
 		DeliveryRateBps:        model.NotMeasured,
-		CongestionEvents:       int64(reductions),
+		CongestionEvents:       events,
 		PTOCount:               t.ptoCount,
 		CongestionStateChanges: model.NotMeasured,
 	}
