@@ -82,6 +82,16 @@ var (
 	launchers   = map[string]PeerLauncher{}
 )
 
+// RegisterCommandLauncher registers the launcher of every contract stack's
+// server (peers.LaunchCommand): package peers/contract calls it at init.
+func RegisterCommandLauncher(l PeerLauncher) {
+	launchersMu.Lock()
+	defer launchersMu.Unlock()
+	commandLauncher = l
+}
+
+var commandLauncher PeerLauncher
+
 // RegisterPeer registers the launcher of the server of stack name; the
 // stack's package calls it at init.
 func RegisterPeer(name string, l PeerLauncher) {
@@ -132,6 +142,9 @@ func StartPeer(ctx context.Context, cfg PeerConfig) (*PeerServer, error) {
 	}
 	launchersMu.Lock()
 	launch := launchers[cfg.Impl]
+	if st.Server.Launch == peers.LaunchCommand {
+		launch = commandLauncher
+	}
 	launchersMu.Unlock()
 	if launch == nil {
 		return nil, fmt.Errorf("endpoint: the %s server's code is not linked into this program", cfg.Impl)
@@ -524,6 +537,20 @@ func (p *PeerServer) ProcessID() int {
 		return 0
 	}
 	return p.cmd.Process.Pid
+}
+
+// ExitCode is the server process's exit status once it exited (-1
+// before, or when a signal ended it).
+func (p *PeerServer) ExitCode() int {
+	select {
+	case <-p.exited:
+	default:
+		return -1
+	}
+	if p.cmd == nil || p.cmd.ProcessState == nil {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
 }
 
 // Exited is closed when the peer process has exited.

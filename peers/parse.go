@@ -76,6 +76,8 @@ func (s *Stack) Validate() error {
 			}
 		}
 		switch {
+		case s.Command != "" && len(c.QUIC) == 0:
+			// a contract stack's congestion control is its own, unknown
 		case quic && len(c.QUIC) == 0:
 			bad("%s.cc.quic: the stack speaks QUIC: list what it runs (one algorithm when it cannot choose)", role)
 		case len(c.QUIC) > 0 && !slices.Contains(c.QUIC, c.QUICDefault):

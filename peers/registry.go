@@ -379,7 +379,8 @@ func All() []*Stack {
 	return slices.Clone(order)
 }
 
-// Lookup returns the built-in stack named name (by its stack name).
+// Lookup returns the stack named name (by its stack name): a built-in
+// one, or a contract stack declared in this process (Declare).
 func Lookup(name string) (*Stack, bool) {
 	mu.RLock()
 	defer mu.RUnlock()
@@ -388,7 +389,8 @@ func Lookup(name string) (*Stack, bool) {
 			return s, true
 		}
 	}
-	return nil, false
+	s, ok := declared[name]
+	return s, ok
 }
 
 // ServerStack returns the stack whose server is named name ("" is
@@ -409,10 +411,11 @@ func ClientStack(name string) (*Stack, bool) {
 	return s, ok
 }
 
-// Servers returns the names of the built-in servers, quicbench's first.
+// Servers returns the names of the servers: the built-in ones,
+// quicbench's first, then the declared contract stacks', sorted.
 func Servers() []string {
 	var out []string
-	for _, s := range All() {
+	for _, s := range append(All(), declaredStacks()...) {
 		if s.Server != nil {
 			out = append(out, s.Name)
 		}
@@ -420,14 +423,26 @@ func Servers() []string {
 	return out
 }
 
-// Clients returns the names of the built-in clients, quicbench's own
-// (model.ClientBuiltin) first.
+// Clients returns the names of the clients: the built-in ones,
+// quicbench's own (model.ClientBuiltin) first, then the declared contract
+// stacks', sorted.
 func Clients() []string {
 	var out []string
-	for _, s := range All() {
+	for _, s := range append(All(), declaredStacks()...) {
 		if s.Client != nil {
 			out = append(out, s.ClientName())
 		}
+	}
+	return out
+}
+
+// declaredStacks returns the declared contract stacks, by name.
+func declaredStacks() []*Stack {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := make([]*Stack, 0, len(declared))
+	for _, n := range sortedKeys(declared) {
+		out = append(out, declared[n])
 	}
 	return out
 }

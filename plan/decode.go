@@ -42,6 +42,9 @@ type doc struct {
 	scenarios         []scenDoc
 	tests             []testDoc
 	resolved          bool // a relative path was resolved against the plan's directory
+	// stacks are the contract stacks the plan declares (stacks:), their
+	// commands made absolute; declared in the registry (peers.Declare)
+	stacks []*peers.Stack
 }
 
 // scenDoc is one entry of scenarios: a named scenario or a grid block.
@@ -118,7 +121,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -470,6 +473,9 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 		if s, ok := d.choices(v.val, "protocols", model.Protocols); ok {
 			out.protocols = s
 		}
+	}
+	if v, ok := f["stacks"]; ok {
+		out.stacks = d.stacks(v.val)
 	}
 	if v, ok := f["client"]; ok {
 		out.clientPos = at(v.val)
@@ -953,4 +959,90 @@ func kindWord(k paramKind) string {
 		return "a duration such as 50ms"
 	}
 	return "a string"
+}
+
+// stackKeys are the fields of a contract stack's declaration.
+var stackKeys = []string{"name", "command", "roles", "protocols"}
+
+// stacks decodes the plan's contract stacks (docs/plan-format.md, "Stacks
+// of your own"): a list of declarations, or the path of a YAML file that
+// holds one (relative to the plan's directory). Each is checked
+// (peers.Contract: its command an executable file, relative to the file
+// that declares it) and declared in the registry, so that client: and
+// server: may name it. Declaring runs nothing: the runner runs a contract
+// stack's command only when the user allows it.
+func (d *decoder) stacks(n *yaml.Node) []*peers.Stack {
+	dir, origin := d.baseDir, d.file
+	list := n
+	if n.Kind == yaml.ScalarNode {
+		path, ok := d.path(n, "stacks", n.Value, "stacks")
+		if !ok {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			d.fail(n, "stacks", fmt.Sprintf("the file of stacks: %v", err))
+			return nil
+		}
+		var file yaml.Node
+		if err := yaml.Unmarshal(b, &file); err != nil || len(file.Content) == 0 {
+			d.fail(n, "stacks", fmt.Sprintf("%s: not a YAML list of stacks: %v", path, err))
+			return nil
+		}
+		list, dir, origin = file.Content[0], filepath.Dir(path), path
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	if list.Kind != yaml.SequenceNode {
+		d.fail(list, "stacks", "expected a list of stacks (name, command, roles, protocols) or the path of a file holding one, got "+kindName(list))
+		return nil
+	}
+	var out []*peers.Stack
+	for i, item := range list.Content {
+		path := fmt.Sprintf("stacks[%d]", i)
+		f, ok := d.mapping(item, path, stackKeys)
+		if !ok {
+			continue
+		}
+		var decl peers.ContractDecl
+		for _, k := range []string{"name", "command"} {
+			v, ok := f[k]
+			if !ok {
+				d.fail(item, path, "missing "+k)
+				continue
+			}
+			if s, ok := d.str(v.val, path+"."+k); ok {
+				if k == "name" {
+					decl.Name = s
+				} else {
+					decl.Command = s
+				}
+			}
+		}
+		if v, ok := f["roles"]; ok {
+			decl.Roles, _ = d.choices(v.val, path+".roles", []string{peers.RoleServer, peers.RoleClient})
+		} else {
+			d.fail(item, path, "missing roles: [server], [client] or both")
+		}
+		if v, ok := f["protocols"]; ok {
+			decl.Protocols, _ = d.choices(v.val, path+".protocols", []string{model.ProtoH3, model.ProtoQUIC})
+		}
+		if decl.Name == "" || decl.Command == "" || len(decl.Roles) == 0 {
+			continue
+		}
+		st, err := peers.Contract(decl, dir, origin)
+		if err == nil {
+			err = peers.Declare(st)
+		}
+		if err != nil {
+			d.fail(item, path, err.Error())
+			continue
+		}
+		if d.baseDir != "" || n.Kind == yaml.ScalarNode {
+			d.resolved = d.resolved || st.Command != decl.Command
+		}
+		out = append(out, st)
+	}
+	return out
 }

@@ -18,11 +18,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // Defaults of plan-level fields.
@@ -270,6 +272,10 @@ func (p *Plan) Hash() string {
 			fmt.Fprintf(h, "min %s %d\n", p.cells[i].Key, p.MinIterationsFor(&p.cells[i]))
 		}
 	}
+	for _, st := range p.d.stacks {
+		// what a contract stack runs is part of what was measured
+		fmt.Fprintf(h, "stack %s %s %v\n", st.Name, st.Command, st.Roles())
+	}
 	for i := range p.cells {
 		c := &p.cells[i]
 		fmt.Fprintf(h, "cell\n%s\n%s\n%s\n%s\n%s\n", c.Key, c.Group, c.Scenario, c.LinkUp, c.LinkDown)
@@ -287,6 +293,11 @@ func (p *Plan) Hash() string {
 func (p *Plan) signature() string {
 	return p.Hash() + "\x00" + p.Name + "\x00" + p.Description + "\x00" + strconv.FormatInt(int64(p.Timeout), 10)
 }
+
+// Stacks returns the contract stacks the plan declares (stacks:), whose
+// commands a run would execute: the runner refuses them unless the user
+// allows commands.
+func (p *Plan) Stacks() []*peers.Stack { return slices.Clone(p.d.stacks) }
 
 // YAML returns the plan as YAML: the text it was parsed from (comments
 // included) when the plan has not been changed since, else a canonical

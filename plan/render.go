@@ -82,6 +82,24 @@ func (p *Plan) render() []byte {
 	}
 	top.add("cc", oneOrList(d.ccs, false))
 	top.add("timeout", scalar(formatDuration(p.Timeout)))
+	if len(d.stacks) > 0 {
+		list := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, st := range d.stacks {
+			m := newMap()
+			m.add("name", scalar(st.Name))
+			m.add("command", scalar(st.Command))
+			m.add("roles", flowList(st.Roles(), false))
+			var protos []string
+			if st.Server != nil {
+				protos = st.Server.Protocols
+			} else {
+				protos = st.Client.Protocols
+			}
+			m.add("protocols", flowList(protos, false))
+			list.Content = append(list.Content, m.n)
+		}
+		top.add("stacks", list)
+	}
 
 	scen := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, s := range d.scenarios {

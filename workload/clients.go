@@ -93,9 +93,22 @@ func RegisteredClients() []string {
 
 // clientFor returns the registry's description of a request's client (nil
 // for quicbench's own) and what this agent has for it.
-func (e *Executor) clientFor(client string) (*peers.Stack, ClientImpl, error) {
+func (e *Executor) clientFor(client string, contract *ContractDecl) (*peers.Stack, ClientImpl, error) {
 	if client == "" || client == model.ClientBuiltin {
 		return nil, ClientImpl{}, nil
+	}
+	if contract != nil {
+		if contract.Name != client {
+			return nil, ClientImpl{}, fmt.Errorf("client %s: the request declares stack %q", client, contract.Name)
+		}
+		st, err := peers.Contract(*contract, "/", "the runner's request")
+		if err == nil {
+			err = peers.Declare(st)
+		}
+		if err != nil {
+			return nil, ClientImpl{}, err
+		}
+		return st, ClientImpl{}, nil
 	}
 	st, ok := peers.ClientStack(client)
 	if !ok {

@@ -59,6 +59,9 @@ type Request struct {
 	// so that QUIC is not handicapped against TCP, whose TCP_INFO is free.
 	QUICEvents bool          `json:"quic_events"`
 	Target     Target        `json:"target"`
+	// Contract declares the request's client when it is a contract stack
+	// (the agent declares it in its registry before the sample).
+	Contract *ContractDecl `json:"contract,omitempty"`
 	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
 }
 
@@ -194,7 +197,7 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	if !slices.Contains(model.Protocols, req.Protocol) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
 	}
-	st, impl, err := e.clientFor(req.Client)
+	st, impl, err := e.clientFor(req.Client, req.Contract)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +208,8 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 				return e.benchSample(ctx, req, r, st, impl)
 			}
 			return e.browserSample(ctx, req, r, st, impl)
+		case peers.KindCommand:
+			return e.contractSample(ctx, req, st)
 		case peers.KindFetch:
 			if impl.Fetch == nil {
 				return nil, fmt.Errorf("client %s: no fetch in this agent", req.Client)

@@ -9,6 +9,7 @@ import (
 	_ "github.com/quicbench/quicbench/peers/aioquic"
 	_ "github.com/quicbench/quicbench/peers/caddy"
 	_ "github.com/quicbench/quicbench/peers/chromium"
+	_ "github.com/quicbench/quicbench/peers/contract"
 	_ "github.com/quicbench/quicbench/peers/firefox"
 	_ "github.com/quicbench/quicbench/peers/lighthouse"
 	_ "github.com/quicbench/quicbench/peers/nginx"
