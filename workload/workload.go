@@ -57,12 +57,12 @@ type Request struct {
 	// the PTO count, congestion events and retransmissions of QUIC
 	// connections but costs quic-go 20-35% more CPU per MB; off by default
 	// so that QUIC is not handicapped against TCP, whose TCP_INFO is free.
-	QUICEvents bool          `json:"quic_events"`
-	Target     Target        `json:"target"`
+	QUICEvents bool   `json:"quic_events"`
+	Target     Target `json:"target"`
 	// Contract declares the request's client when it is a contract stack
 	// (the agent declares it in its registry before the sample).
 	Contract *ContractDecl `json:"contract,omitempty"`
-	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+	Timeout  time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
 }
 
 // Result is what one sample measured on the client side. The runner adds
