@@ -403,11 +403,19 @@ type programStats struct {
 
 // transport maps a program's statistics onto model.TransportStats (the QUIC
 // meanings of docs/metrics.md); what it does not count is NotMeasured.
+//
+// A program says "not measured" with -1: counts keep it (NotMeasured),
+// times become 0.
 func (s programStats) transport() model.TransportStats {
 	ce := int64(model.NotMeasured)
 	if s.CongestionEvents != nil {
-		ce = *s.CongestionEvents
+		ce = max(*s.CongestionEvents, model.NotMeasured)
 	}
+	pos := func(v float64) float64 { return max(v, 0) }
+	count := func(v int64) int64 { return max(v, model.NotMeasured) }
+	s.SRTTms, s.RTTVarms, s.MinRTTms = pos(s.SRTTms), pos(s.RTTVarms), pos(s.MinRTTms)
+	s.Cwnd, s.Ssthresh, s.PacketsSent, s.PacketsLost, s.BytesLost, s.PTOCount =
+		count(s.Cwnd), count(s.Ssthresh), count(s.PacketsSent), count(s.PacketsLost), count(s.BytesLost), count(s.PTOCount)
 	return model.TransportStats{
 		Kind: "quic", Side: "server", CongestionAlgo: s.CC,
 		SmoothedRTTms: s.SRTTms, RTTVarms: s.RTTVarms, MinRTTms: s.MinRTTms,

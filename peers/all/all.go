@@ -14,4 +14,5 @@ import (
 	_ "github.com/quicbench/quicbench/peers/lighthouse"
 	_ "github.com/quicbench/quicbench/peers/nginx"
 	_ "github.com/quicbench/quicbench/peers/ngtcp2"
+	_ "github.com/quicbench/quicbench/peers/quinn"
 )

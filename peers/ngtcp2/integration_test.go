@@ -2,34 +2,19 @@ package ngtcp2_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/cli"
+	"github.com/quicbench/quicbench/cli/clitest"
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
-	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
-	"github.com/quicbench/quicbench/store"
 
 	_ "modernc.org/sqlite"
 )
 
-// The test binary doubles as the quicbench executable: the runner starts it
-// as `serve` and `agent` inside the namespaces.
-const execEnv = "QUICBENCH_TEST_EXEC"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(execEnv) == "1" {
-		os.Exit(cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Args: os.Args[1:], Getenv: os.Getenv, Exe: os.Args[0]}))
-	}
-	os.Setenv(execEnv, "1") // for the children
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 // TestRunAcrossTestbed runs ngtcp2 as the server (a download and a page
 // from the built-in client) and as the client (a download and ttfb from
@@ -45,7 +30,7 @@ func TestRunAcrossTestbed(t *testing.T) {
 			testsupport.Unavailable(t, "%v", err)
 		}
 	}
-	p, err := plan.Parse("ngtcp2.yaml", []byte(`
+	r := clitest.RunPlan(t, `
 name: ngtcp2
 seed: 5
 iterations: 2
@@ -68,37 +53,14 @@ tests:
     client: ngtcp2
   - test: ttfb
     client: ngtcp2
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "run.db")
-	exe, _ := os.Executable()
-	var log strings.Builder
-	if _, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Progress: &log, Mode: runner.ProgressLines}); err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
-	}
-	s, err := store.OpenExisting(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	run, err := s.LatestRun(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := s.LoadDataset(context.Background(), run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := run.Env.Peers["ngtcp2 server"]; !strings.HasPrefix(v, "ngtcp2 0.12") {
-		t.Errorf("server version recorded: %q (%v)", v, run.Env.Peers)
+`, runner.Options{})
+	if v := r.Run.Env.Peers["ngtcp2 server"]; !strings.HasPrefix(v, "ngtcp2 0.12") {
+		t.Errorf("server version recorded: %q (%v)", v, r.Run.Env.Peers)
 	}
 	seen := map[string]int{}
 	reductions := map[string]int64{}
-	for _, smp := range ds.Samples {
-		i := slices.IndexFunc(ds.Cells, func(c model.Cell) bool { return c.ID == smp.CellID })
-		c := ds.Cells[i]
+	for _, smp := range r.Samples {
+		c := smp.Cell
 		if smp.Status != model.StatusOK {
 			t.Errorf("%s: %s %s", c.Key, smp.Status, smp.Error)
 			continue
