@@ -14,5 +14,6 @@ import (
 	_ "github.com/quicbench/quicbench/peers/lighthouse"
 	_ "github.com/quicbench/quicbench/peers/nginx"
 	_ "github.com/quicbench/quicbench/peers/ngtcp2"
+	_ "github.com/quicbench/quicbench/peers/quiche"
 	_ "github.com/quicbench/quicbench/peers/quinn"
 )
