@@ -33,7 +33,7 @@ var builtinCounts = map[string]Counts{
 	// from the three servers) = 8 cells each; page by the built-in client,
 	// Chromium and Firefox, 5 cells each = 15. (8 + 8 + 15) x 3 = 93 cells.
 	// Counted: 24 x 10 + 24 x 8 + 15 x 8 + 30 x 4 = 672.
-	"implementations": {Cells: 93, Samples: 672, Warmups: 93},
+	"implementations": {Cells: 117, Samples: 1638, Warmups: 117},
 	// Study C: 5 cases x 4 sizes x 2 protocols, 5 repetitions.
 	"image-transfer": {Cells: 40, Samples: 200, Warmups: 40},
 	// Study D: 3 sites x 3 protocols, 30 loads in Chromium and 10
@@ -53,7 +53,7 @@ var builtinCounts = map[string]Counts{
 
 // Quick variants: 2 iterations, no warm-up.
 var quickCounts = map[string]int{
-	"implementations": 62, // two of the three scenarios
+	"implementations": 78, // two of the three scenarios
 	"quick":           36, // both scenarios kept, every list single-valued but the page test's two clients
 	// baseline + bad-network; 3.4MB download capped to 1MB repeats the 5MB
 	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21;
