@@ -205,7 +205,7 @@ func runDoctor(ctx context.Context) doctorReport {
 				name = st.ClientName()
 			}
 			name += " " + role
-			v, detail, err := peers.Check(ctx, st, role)
+			v, detail, err := peers.Check(peers.Deep(ctx), st, role)
 			if err != nil {
 				add(name, checkWarn, "%v: cells with the %s are unavailable (%s)", err, name, st.Install)
 				continue

@@ -83,7 +83,7 @@ func TestReportCommandHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"<svg ", "QUIC faster", "machine has only 2 CPUs", "name: quick",
-		"<tr><th>Chromium</th><td>Chrome/156.0.8078.79</td></tr>"} {
+		"<tr><th>browsers</th><td>Chrome/156.0.8078.79</td></tr>"} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("report lacks %q", s)
 		}
@@ -160,7 +160,7 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("compare.html: %v, %d bytes", err, len(html))
 	}
 	for _, s := range []string{
-		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>–</td></tr>`,
+		`<tr class="differs"><th>browsers</th><td>Chrome/156.0.8078.79</td><td>–</td></tr>`,
 		`<tr><th>warnings about the whole run</th><td>machine has only 2 CPUs</td><td>machine has only 2 CPUs</td></tr>`,
 		`<th>per-sample overhead, built-in client (p50 / p95 / max)</th>`,
 	} {

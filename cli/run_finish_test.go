@@ -51,7 +51,7 @@ func TestRunReportsLikeReportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine has only 2 CPUs", "<th>Chromium</th><td>Chrome/156.0.8078.79</td>"} {
+	for _, s := range []string{"machine has only 2 CPUs", "<th>browsers</th><td>Chrome/156.0.8078.79</td>"} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("HTML report lacks %q", s)
 		}

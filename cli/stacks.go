@@ -124,7 +124,7 @@ func listStacks(ctx context.Context, w io.Writer, check bool) {
 		if check {
 			var here []string
 			for _, role := range s.Roles() {
-				v, _, err := peers.Check(ctx, s, role)
+				v, _, err := peers.Check(peers.Deep(ctx), s, role)
 				switch {
 				case err != nil:
 					here = append(here, role+": "+firstLine(err.Error()))

@@ -494,6 +494,16 @@ func Provide(name string, h Hooks) {
 	hooks[name] = h
 }
 
+type deepKey struct{}
+
+// Deep marks ctx for a thorough check (quicbench doctor's): a stack's
+// check may then start its program (a browser in a namespace of its own),
+// where the runner's check before a run only looks for it.
+func Deep(ctx context.Context) context.Context { return context.WithValue(ctx, deepKey{}, true) }
+
+// IsDeep reports whether ctx asks for a thorough check (Deep).
+func IsDeep(ctx context.Context) bool { v, _ := ctx.Value(deepKey{}).(bool); return v }
+
 // ErrNotInstalled is wrapped by the errors of checks that found a stack's
 // programs missing.
 var ErrNotInstalled = errors.New("peer not installed")
