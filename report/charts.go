@@ -159,15 +159,36 @@ func clamp(v, lo, hi vg.Length) vg.Length { return max(lo, min(hi, v)) }
 
 // barChart draws grouped bars of means with CI whiskers and median marks.
 func barChart(title, caption string, cats []string, series []barSeries, ylabel string) chart {
+	return barChartW(title, caption, cats, series, ylabel, clamp(vg.Points(float64(110+len(cats)*(40+22*len(series)))), 300, 720))
+}
+
+// barChartW is barChart at width w. Where the bars' values span more than
+// ten-fold, the y axis is logarithmic (the bars then start at its foot),
+// so that no bar is drawn as nothing.
+func barChartW(title, caption string, cats []string, series []barSeries, ylabel string, w vg.Length) chart {
 	p := newPlot("", ylabel)
-	p.Add(&barsCI{series: series, ncat: len(cats)})
+	b := &barsCI{series: series, ncat: len(cats)}
+	p.Add(b)
+	if lo, hi := barSpan(series); lo > 0 && hi/lo > 10 {
+		for _, s := range series {
+			for i := range s.lo {
+				if s.lo[i] > 0 {
+					lo = math.Min(lo, s.lo[i])
+				}
+				hi = math.Max(hi, s.hi[i])
+			}
+		}
+		b.base = lo / 1.5
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Max = b.base, hi*1.2
+		p.Y.Label.Text += " (log scale)"
+	}
 	p.NominalX(cats...)
 	p.X.Tick.Label.Font = font.From(sans, 8)
 	lines := 1
 	for _, c := range cats {
 		lines = max(lines, strings.Count(c, "\n")+1)
 	}
-	w := clamp(vg.Points(float64(110+len(cats)*(40+22*len(series)))), 300, 720)
 	h := vg.Points(float64(220 + 10*lines))
 	return finish(title, caption, p, w, h)
 }
@@ -320,6 +341,8 @@ func heatColor(c *stats.Comparison) color.Color {
 		return mix(color.RGBA{R: 33, G: 102, B: 172, A: 255})
 	case stats.Insufficient:
 		return color.Gray{Y: 235}
+	case stats.Negligible:
+		return color.RGBA{R: 220, G: 220, B: 226, A: 255}
 	}
 	return color.White
 }

@@ -142,6 +142,12 @@ func diffRuns(a, b *model.Dataset, opts Options) (*runDiff, Options, error) {
 
 func crossText(c *stats.Comparison) string {
 	s := c.Verdict.Text(labelB, labelA, c.A.Cell.HigherIsBetter)
+	switch {
+	case c.Verdict == stats.Negligible:
+		s = "negligible (within " + stats.BandText(c.MinEffect) + ")"
+	case c.PossiblyNegligible():
+		s += ", possibly negligible"
+	}
 	for i, n := range c.Notes() {
 		if i == 0 && c.Verdict == stats.Insufficient && c.Needed > 0 {
 			s += " (" + n + ")"
@@ -160,6 +166,8 @@ func crossClass(c *stats.Comparison) string {
 		return "a"
 	case stats.Insufficient:
 		return "few"
+	case stats.Negligible:
+		return "neg"
 	}
 	return "ns"
 }
@@ -280,7 +288,8 @@ type comparePage struct {
 	Loose        int
 	BFaster      int
 	AFaster      int
-	NS, Few      int
+	NS, Few, Neg int
+	Band         string // the smallest effect of interest, "±5%"
 	Rule         string
 	Legend       []swatchView
 	Pairs        []pairRow
@@ -403,6 +412,9 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 			pg.AFaster++
 		case stats.NoDifference:
 			pg.NS++
+		case stats.Negligible:
+			pg.Neg++
+			pg.Band = stats.BandText(m.cmp.MinEffect)
 		default:
 			pg.Few++
 		}
