@@ -234,7 +234,7 @@ func textOnHex(bg string) string {
 // test's comparison table.
 func matrixSVG(m *matrix, ids map[*stats.Comparison]string) template.HTML {
 	const (
-		cellW, lineH, pad, headH = 128.0, 17.0, 3.0, 34.0
+		cellW, lineH, pad, headH = 134.0, 17.0, 3.0, 34.0
 		font                     = 11.0
 	)
 	rowLabelW := 70.0
@@ -285,8 +285,8 @@ func matrixSVG(m *matrix, ids map[*stats.Comparison]string) template.HTML {
 				s.link("#"+ids[cmp], tooltip(g, cmp))
 				s.rect(x+4, ly, cellW-8, lineH-2, bg, ` class="mline"`)
 				s.text(x+8, ly+lineH-6, "start", font, fg, "600", cmp.A.Cell.Protocol+"–"+cmp.B.Cell.Protocol)
-				s.text(x+cellW-26, ly+lineH-6, "end", font, fg, "", shortPct(e))
-				s.text(x+cellW-7, ly+lineH-6, "end", font, fg, "700", mark(cmp))
+				s.text(x+cellW-31, ly+lineH-6, "end", font, fg, "", shortPct(e))
+				s.text(x+cellW-7, ly+lineH-6, "end", font-1, fg, "700", mark(cmp))
 				s.endLink()
 			}
 			s.raw(`</g>`)
