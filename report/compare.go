@@ -141,13 +141,7 @@ func diffRuns(a, b *model.Dataset, opts Options) (*runDiff, Options, error) {
 }
 
 func crossText(c *stats.Comparison) string {
-	s := c.Verdict.Text(labelB, labelA, c.A.Cell.HigherIsBetter)
-	switch {
-	case c.Verdict == stats.Negligible:
-		s = "negligible (within " + stats.BandText(c.MinEffect) + ")"
-	case c.PossiblyNegligible():
-		s += ", possibly negligible"
-	}
+	s := c.HeadlineAs(labelB, labelA)
 	for i, n := range c.Notes() {
 		if i == 0 && c.Verdict == stats.Insufficient && c.Needed > 0 {
 			s += " (" + n + ")"

@@ -684,6 +684,12 @@ func (cmp *Comparison) Text() string {
 // "no significant difference" or "too few samples".
 func (cmp *Comparison) Headline() string {
 	a, b := cmp.Names()
+	return cmp.HeadlineAs(a, b)
+}
+
+// HeadlineAs is Headline with the sides named a and b, for comparisons
+// whose sides are not protocols (two runs, two implementations).
+func (cmp *Comparison) HeadlineAs(a, b string) string {
 	switch {
 	case cmp.Verdict == Negligible:
 		return negligibleText(cmp.MinEffect)
