@@ -181,13 +181,16 @@ func TestBrowserRendersReport(t *testing.T) {
 	for _, r := range []struct {
 		name string
 		ds   *model.Dataset
-	}{{"report", smallDataset()}, {"implementations", clientsDataset()}} {
+		opts Options
+	}{{"report", smallDataset(), goldenOpts()}, {"implementations", clientsDataset(), goldenOpts()},
+		// long verdicts: a failure note and the variant with failures ranked worst
+		{"failures", failuresDataset(), Options{Stats: stats.Config{MinEffect: -1}}}} {
 		path := filepath.Join(dir, r.name+".html")
-		html := renderHTML(t, r.ds, goldenOpts())
+		html := renderHTML(t, r.ds, r.opts)
 		if err := os.WriteFile(path, html, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		checkReportInBrowser(t, bctx, path, r.ds, html, art)
+		checkReportInBrowser(t, bctx, path, r.ds, r.opts, html, art)
 	}
 
 	// the comparison of two runs, in the same browser
@@ -233,10 +236,10 @@ func TestBrowserRendersReport(t *testing.T) {
 
 // checkReportInBrowser runs the checks of TestBrowserRendersReport on one
 // report file.
-func checkReportInBrowser(t *testing.T, ctx context.Context, path string, ds *model.Dataset, html []byte, art string) {
+func checkReportInBrowser(t *testing.T, ctx context.Context, path string, ds *model.Dataset, opts Options, html []byte, art string) {
 	t.Helper()
 	name := strings.TrimSuffix(filepath.Base(path), ".html")
-	an, err := stats.Analyze(ds, Options{}.withDefaults(ds).Stats)
+	an, err := stats.Analyze(ds, opts.withDefaults(ds).Stats)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,8 +200,9 @@ func quicVsTCP(c *Comparison) int {
 // and each share is its part of SS_total = Σ (y_sp - m)², which they add up
 // to. Otherwise, when some protocol has two cells, nested: over every
 // cell, SS_protocol = Σ_p n_p (ȳ_p - m)² and SS_implementation = Σ (y - ȳ_p)²
-// with m the mean over all cells. Rows whose median is not positive (or
-// not finite) make every share NaN.
+// with m the mean over all cells. Rows without a valid sample (a NaN
+// median) are left out as not measured; a median that is not positive, or
+// infinite, makes every share NaN.
 func Decompose(rows []SpreadRow, protocols []string) Decomposition {
 	d := Decomposition{Protocol: math.NaN(), Implementation: math.NaN(), Interaction: math.NaN()}
 	if len(protocols) < 2 {
@@ -210,8 +211,13 @@ func Decompose(rows []SpreadRow, protocols []string) Decomposition {
 	logm := map[[2]string]float64{}
 	var stacks []string
 	ok := true
+	var kept []SpreadRow
 	for _, r := range rows {
 		m := r.Cell.Summary.Median
+		if math.IsNaN(m) {
+			continue // no valid sample: not measured
+		}
+		kept = append(kept, r)
 		if !(m > 0) || math.IsInf(m, 0) {
 			ok = false
 		}
@@ -239,7 +245,9 @@ func Decompose(rows []SpreadRow, protocols []string) Decomposition {
 				if model.IsQUIC(b) && !model.IsQUIC(a) {
 					a, b = b, a
 				}
-				out = append(out, ProtocolEffect{A: a, B: b, Rel: math.Exp(mean(a)-mean(b)) - 1})
+				if e := math.Exp(mean(a)-mean(b)) - 1; !math.IsNaN(e) {
+					out = append(out, ProtocolEffect{A: a, B: b, Rel: e})
+				}
 			}
 		}
 		return out
@@ -289,6 +297,7 @@ func Decompose(rows []SpreadRow, protocols []string) Decomposition {
 			d.Protocol, d.Implementation, d.Interaction = ssP/ssT, ssS/ssT, ssI/ssT
 		}
 	default:
+		rows = kept
 		n := map[string]int{}
 		sum := map[string]float64{}
 		for _, r := range rows {
@@ -314,7 +323,9 @@ func Decompose(rows []SpreadRow, protocols []string) Decomposition {
 		m /= float64(len(rows))
 		var ssP, ssW float64
 		for _, p := range protocols {
-			ssP += float64(n[p]) * sq(mean(p)-m)
+			if n[p] > 0 {
+				ssP += float64(n[p]) * sq(mean(p)-m)
+			}
 		}
 		for _, r := range rows {
 			ssW += sq(logm[[2]string{r.Stack, r.Protocol}] - mean(r.Protocol))

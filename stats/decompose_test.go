@@ -155,6 +155,17 @@ func TestDecomposeByHand(t *testing.T) {
 	if d := Decompose(rows, []string{"h2", "h3"}); !math.IsNaN(d.Protocol) || d.Design != DesignCrossed {
 		t.Errorf("zero median: %+v", d)
 	}
+	// a cell without a valid sample is not measured: its stack drops out
+	rows[0].Cell.Summary.Median = math.NaN()
+	if d := Decompose(rows, []string{"h2", "h3"}); d.Design != DesignNested || d.Cells != 3 || math.IsNaN(d.Protocol) {
+		t.Errorf("a cell not measured: %+v, want nested over the 3 others", d)
+	}
+	// nor is a protocol none of whose cells was
+	rows[2].Cell.Summary.Median = math.NaN()
+	if d := Decompose(rows, []string{"h2", "h3"}); d.Design != "" {
+		t.Errorf("h2 not measured at all: %+v, want no decomposition", d)
+	}
+	rows[0].Cell.Summary.Median, rows[2].Cell.Summary.Median = 1, math.Exp(2)
 	// one protocol: nothing to split
 	if d := Decompose(rows[:1], []string{"h2"}); d.Design != "" {
 		t.Errorf("one protocol: %+v", d)
