@@ -132,3 +132,27 @@ func TestRatioAxis(t *testing.T) {
 		t.Errorf("labels %q %q %q", tickText(-0.5), tickText(9), shortPct(0.009))
 	}
 }
+
+func TestLogTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range (logTicks{}).Ticks(30, 500) {
+		labels = append(labels, tk.Label)
+	}
+	if strings.Join(labels, " ") != "50 100 200 500" {
+		t.Errorf("ticks of [30, 500]: %q", labels)
+	}
+	labels = nil
+	for _, tk := range (logTicks{}).Ticks(110, 190) {
+		labels = append(labels, tk.Label)
+	}
+	if strings.Join(labels, " ") != "110 190" {
+		t.Errorf("ticks of [110, 190]: %q, want its ends (no round value within)", labels)
+	}
+	labels = nil
+	for _, tk := range (logTicks{}).Ticks(105, 420) {
+		labels = append(labels, tk.Label)
+	}
+	if strings.Join(labels, " ") != "200 300 400" {
+		t.Errorf("ticks of [105, 420]: %q", labels)
+	}
+}

@@ -157,6 +157,40 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 
 func clamp(v, lo, hi vg.Length) vg.Length { return max(lo, min(hi, v)) }
 
+// logTicks labels a logarithmic axis at 1, 2 and 5 times the powers of ten
+// within it (every integer multiple when that gives fewer than three), so
+// that an axis spanning less than a decade still has labelled ticks.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return nil
+	}
+	gen := func(mults []float64) []plot.Tick {
+		var ts []plot.Tick
+		for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+			for _, m := range mults {
+				v := m * math.Pow(10, e)
+				if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+					ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
+				}
+			}
+		}
+		return ts
+	}
+	ts := gen([]float64{1, 2, 5})
+	if len(ts) < 3 {
+		ts = gen([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	}
+	if len(ts) == 0 { // no round value within: the ends
+		for _, v := range []float64{lo, hi} {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+		}
+	}
+	return ts
+}
+
 // barChart draws grouped bars of means with CI whiskers and median marks.
 func barChart(title, caption string, cats []string, series []barSeries, ylabel string) chart {
 	return barChartW(title, caption, cats, series, ylabel, clamp(vg.Points(float64(110+len(cats)*(40+22*len(series)))), 300, 720))
@@ -179,7 +213,7 @@ func barChartW(title, caption string, cats []string, series []barSeries, ylabel 
 			}
 		}
 		b.base = lo / 1.5
-		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 		p.Y.Min, p.Y.Max = b.base, hi*1.2
 		p.Y.Label.Text += " (log scale)"
 	}

@@ -6,10 +6,9 @@ import (
 	"math"
 	"strings"
 
-	"gonum.org/v1/plot"
-
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/stats"
+	"gonum.org/v1/plot"
 )
 
 // spreadView is the "protocol or implementation?" figure of one test and
@@ -75,7 +74,7 @@ func spreadMediansSVG(sp *stats.ImplSpread) (template.HTML, string) {
 	var ticks []plot.Tick
 	if logScale {
 		lo, hi = lo/1.15, hi*1.15
-		ticks = plot.LogTicks{Prec: -1}.Ticks(lo, hi)
+		ticks = logTicks{}.Ticks(lo, hi)
 	} else {
 		hi += 0.04 * (hi - lo)
 		ticks = niceTicks{}.Ticks(lo, hi)
