@@ -97,8 +97,8 @@ func TestReportCommandTextAndStdout(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	// the latest run (2) has no difference
-	if !strings.Contains(out, "run 2") || !strings.Contains(out, "no significant difference") || strings.Contains(out, "<html") {
+	// the latest run (2) has no difference: negligible within the default ±5%
+	if !strings.Contains(out, "run 2") || !strings.Contains(out, "negligible (within ±5%)") || strings.Contains(out, "<html") {
 		t.Errorf("text summary:\n%s", out)
 	}
 	if _, err := os.Stat(strings.TrimSuffix(path, ".db") + ".html"); !os.IsNotExist(err) {
@@ -143,7 +143,7 @@ func TestCompareCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, s := range []string{"A: run 1", "B: run 2", "A faster", "QUIC faster", "no significant difference", "yes",
+	for _, s := range []string{"A: run 1", "B: run 2", "A faster", "QUIC faster", "negligible (within ±5%)", "yes",
 		", browser Chrome/156.0.8078.79\n", "A: warning about the whole run: machine has only 2 CPUs\n",
 		"B: warning about the whole run: machine has only 2 CPUs\n"} {
 		if !strings.Contains(out, s) {

@@ -43,7 +43,7 @@ func newRunCmd(env *Env) *cobra.Command {
 		quick, quiet, jsonl, lines, noReport, quicEvents bool
 		seed                                             uint64
 		maxSamples, maxIter, parallel                    int
-		precision, shardArg                              string
+		precision, shardArg, minEffect                   string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --plan NAME|FILE [-o results.db]",
@@ -96,6 +96,12 @@ At the end a terminal summary is printed and an HTML report is written next to t
 					opts.Mode = runner.ProgressLines
 				}
 			}
+			if minEffect != "" {
+				// checked now, not after the run
+				if _, err := parseMinEffect(minEffect); err != nil {
+					return err
+				}
+			}
 			if resume != "" {
 				if planArg != "" || quick || cmd.Flags().Changed("seed") || precision != "" || maxIter != 0 {
 					return Usage(errors.New("--resume continues the stored plan: do not give --plan, --quick, --seed, --precision or --max-iterations"), "")
@@ -133,7 +139,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				opts.DB = out
 			}
 			sum, err := runPlan(cmd.Context(), opts)
-			return finishRun(env, opts.DB, sum, err, finishFlags{report: reportPath, noReport: noReport, jsonl: jsonl, quiet: quiet})
+			return finishRun(env, opts.DB, sum, err, finishFlags{report: reportPath, noReport: noReport, jsonl: jsonl, quiet: quiet, minEffect: minEffect})
 		},
 	}
 	outputFlag(cmd, &out, "database to create (default: PLAN.db)")
@@ -144,6 +150,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.Uint64Var(&seed, "seed", 0, "run seed (overrides the plan's)")
 	f.StringVar(&precision, "precision", "", "adaptive iterations: iterate each group until every protocol pair's 95% CI of the paired median difference is within ±P% of the median, e.g. 5% (overrides the plan's precision; 0 turns it off)")
 	f.IntVar(&maxIter, "max-iterations", 0, "adaptive iterations: the most iterations a group takes (default: the plan's max_iterations, or 10 x its iterations)")
+	f.StringVar(&minEffect, "min-effect", "", minEffectHelp)
 	f.StringVar(&reportPath, "report", "", "HTML report to write at the end (default: the database name with .html; - for standard output)")
 	f.BoolVar(&noReport, "no-report", false, "do not write the HTML report or print the summary")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress output")
@@ -165,6 +172,7 @@ type finishFlags struct {
 	report          string // --report ("" for the default beside the database)
 	noReport, jsonl bool   // --no-report, --jsonl
 	quiet           bool   // --quiet
+	minEffect       string // --min-effect ("" for the plan's, else the default)
 }
 
 // finishRun reports the outcome of runner.Run (sum and err) on db: the run
@@ -172,8 +180,15 @@ type finishFlags struct {
 // --no-report (none of them) or --jsonl (the summary line only, stdout
 // carries the progress records).
 func finishRun(env *Env, db string, sum *runner.Summary, err error, f finishFlags) error {
+	path := f.report
+	if path == "" {
+		path = strings.TrimSuffix(db, filepath.Ext(db)) + ".html"
+	}
+	// The terminal summary goes to stdout, unless the HTML does; it opens
+	// with the per-sample overheads, which the run summary then leaves out.
+	text := err == nil && !f.jsonl && !f.noReport && !f.quiet && path != "-"
 	if sum != nil && !f.noReport {
-		printRunSummary(env, db, sum)
+		printRunSummary(env, db, sum, !text)
 	}
 	if err != nil {
 		if errors.Is(err, runner.ErrInterrupted) {
@@ -184,15 +199,13 @@ func finishRun(env *Env, db string, sum *runner.Summary, err error, f finishFlag
 	if f.jsonl || f.noReport {
 		return nil
 	}
-	path := f.report
-	if path == "" {
-		path = strings.TrimSuffix(db, filepath.Ext(db)) + ".html"
-	}
-	// The terminal summary goes to stdout, unless the HTML does.
-	return writeReports(env, db, sum.RunID, path, !f.quiet && path != "-")
+	return writeReports(env, db, sum.RunID, path, text, f.minEffect)
 }
 
-func printRunSummary(env *Env, db string, s *runner.Summary) {
+// printRunSummary prints the outcome of a run on stderr, and with overhead
+// the per-sample overhead of each client (left out when the terminal
+// summary follows, which opens with it).
+func printRunSummary(env *Env, db string, s *runner.Summary, overhead bool) {
 	state := "complete"
 	if !s.Complete {
 		state = "incomplete (resume with: quicbench run --resume " + db + ")"
@@ -202,6 +215,9 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 	}
 	fmt.Fprintf(env.Stderr, "\nrun %d %s: %d/%d samples stored (%d taken now, %d failed, %d invalid, %d warnings) in %s\n",
 		s.RunID, state, s.Resumed+s.Taken, s.Planned, s.Taken, s.Failed, s.Invalid, s.Warnings, s.Elapsed.Round(1e8))
+	if !overhead {
+		return
+	}
 	for _, o := range s.Overheads {
 		fmt.Fprintf(env.Stderr, "per-sample overhead outside the measured part, %s (p50 / p95 / max): %s\n", o.Client, o.Total)
 		for _, p := range o.Parts() {
@@ -212,8 +228,9 @@ func printRunSummary(env *Env, db string, s *runner.Summary) {
 
 // writeReports prints the terminal summary (if text) and writes the HTML
 // report atomically ("-": to stdout), with the run-level warnings and the
-// browser version as quicbench report shows them.
-func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bool) error {
+// browser version as quicbench report shows them, judging differences by
+// minEffect (--min-effect as given, else the plan's min_effect).
+func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bool, minEffect string) error {
 	db, err := store.OpenReadOnly(dbPath)
 	if err != nil {
 		return err
@@ -233,6 +250,9 @@ func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bo
 		return err
 	}
 	opts := report.Options{Source: dbPath, RunWarnings: warns, Browser: browser}
+	if opts.Stats.MinEffect, err = minEffectFor(minEffect, ds.Run.PlanText); err != nil {
+		return err
+	}
 	if text {
 		if err := report.Text(env.Stdout, ds, opts); err != nil {
 			return err

@@ -101,7 +101,7 @@ func TestRunSummaryOverheadParts(t *testing.T) {
 		{Client: "other", Overhead: 7 * ms},
 	})}
 	env, _, errb := bufEnv()
-	printRunSummary(env, "r.db", sum)
+	printRunSummary(env, "r.db", sum, true)
 	want := `per-sample overhead outside the measured part, builtin (p50 / p95 / max): 30ms / 150ms / 150ms over 2 samples
   of which waiting for connections to close across the link: 25ms / 26ms / 26ms over 2 samples
   of which the test's unmeasured preparation (connecting, priming): 0s / 120ms / 120ms over 2 samples

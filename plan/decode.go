@@ -29,6 +29,8 @@ type doc struct {
 	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
 	maxIterAt         pos     // where max_iterations is set; zero when it is not
 	parallel          int     // testbeds at once (quicbench run --parallel); 0 = not set
+	minEffect         float64 // smallest effect of interest, % of the reference median; 0 = off (when set)
+	minEffectSet      bool    // min_effect is given
 	pin               bool    // emulator, server and client on CPUs of their own (netns.Config.Pin)
 	warmup            bool
 	timeout           time.Duration
@@ -121,7 +123,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -250,6 +252,22 @@ func (d *decoder) percent(n *yaml.Node, path string) (float64, bool) {
 	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	if !ok || err != nil || !(v > 0 && v <= 100) {
 		d.fail(n, path, "expected a percentage such as 5% (more than 0%, at most 100%)")
+		return 0, false
+	}
+	return v, true
+}
+
+// effect reads a smallest effect of interest such as 5% (at least 0%, which
+// turns the rule off, and below 100%).
+func (d *decoder) effect(n *yaml.Node, path string) (float64, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.fail(n, path, "expected a percentage such as 5%, got "+kindName(n))
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(strings.TrimSpace(n.Value), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || !(v >= 0 && v < 100) {
+		d.fail(n, path, "expected a percentage such as 5% (at least 0%, which turns the rule off, and below 100%)")
 		return 0, false
 	}
 	return v, true
@@ -435,6 +453,11 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 	if v, ok := f["precision"]; ok {
 		if pct, ok := d.percent(v.val, "precision"); ok {
 			out.precision = pct
+		}
+	}
+	if v, ok := f["min_effect"]; ok {
+		if pct, ok := d.effect(v.val, "min_effect"); ok {
+			out.minEffect, out.minEffectSet = pct, true
 		}
 	}
 	if v, ok := f["max_iterations"]; ok {

@@ -179,6 +179,14 @@ func (p *Plan) TimeoutFor(c *model.Cell) time.Duration {
 // fixed iterations.
 func (p *Plan) Precision() float64 { return p.d.precision }
 
+// MinEffect returns the plan's smallest effect of interest (its min_effect
+// field) as a percentage of the reference median, and whether the plan sets
+// it; 0 turns the rule off. The report calls a difference whose 95%
+// interval lies within plus or minus this share negligible
+// (stats.Config.MinEffect; docs/statistics.md). It does not enter the
+// plan's Hash: it changes how samples are judged, not which are taken.
+func (p *Plan) MinEffect() (pct float64, set bool) { return p.d.minEffect, p.d.minEffectSet }
+
 // Parallel returns the testbeds the plan asks a run to keep active at once
 // (its parallel field; quicbench run --parallel overrides it), or 0 when
 // the plan does not say: then a run takes one sample at a time. The

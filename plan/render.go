@@ -65,6 +65,10 @@ func (p *Plan) render() []byte {
 		top.add("precision", scalar(strconv.FormatFloat(d.precision, 'g', -1, 64)+"%"))
 		top.add("max_iterations", intNode(int64(d.maxIterations)))
 	}
+	if d.minEffectSet {
+		// Not in the hash: it changes how samples are judged, not which.
+		top.add("min_effect", scalar(strconv.FormatFloat(d.minEffect, 'g', -1, 64)+"%"))
+	}
 	if d.parallel > 0 {
 		top.add("parallel", intNode(int64(d.parallel)))
 	}

@@ -142,7 +142,7 @@ func diffRuns(a, b *model.Dataset, opts Options) (*runDiff, Options, error) {
 }
 
 func crossText(c *stats.Comparison) string {
-	s := c.Verdict.Text(labelB, labelA, c.A.Cell.HigherIsBetter)
+	s := c.HeadlineAs(labelB, labelA)
 	for i, n := range c.Notes() {
 		if i == 0 && c.Verdict == stats.Insufficient && c.Needed > 0 {
 			s += " (" + n + ")"
@@ -161,6 +161,8 @@ func crossClass(c *stats.Comparison) string {
 		return "a"
 	case stats.Insufficient:
 		return "few"
+	case stats.Negligible:
+		return "neg"
 	}
 	return "ns"
 }
@@ -281,7 +283,8 @@ type comparePage struct {
 	Loose        int
 	BFaster      int
 	AFaster      int
-	NS, Few      int
+	NS, Few, Neg int
+	Band         string // the smallest effect of interest, "±5%"
 	Rule         string
 	Legend       []swatchView
 	Pairs        []pairRow
@@ -404,6 +407,9 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 			pg.AFaster++
 		case stats.NoDifference:
 			pg.NS++
+		case stats.Negligible:
+			pg.Neg++
+			pg.Band = stats.BandText(m.cmp.MinEffect)
 		default:
 			pg.Few++
 		}

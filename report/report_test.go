@@ -92,9 +92,11 @@ func TestHTMLContent(t *testing.T) {
 	out := string(renderHTML(t, smallDataset(), goldenOpts()))
 	for _, want := range []string{
 		// verdicts: h3 faster under loss, h2 better for upload goodput
-		`<td class="v quic">QUIC faster</td>`,
-		`<td class="v tcp">TCP better</td>`,
+		`<td class="v quic" data-l="Verdict">QUIC faster</td>`,
+		`<td class="v tcp" data-l="Verdict">TCP better</td>`,
 		`no significant difference`,
+		// the first screen
+		`<section id="answer">`, `class="fig matrix"`, `class="fig forest"`, `negligible ±5%`,
 		// figures of every study
 		`Mean with 95% CI and median`,     // A
 		`CDF: `,                           // B
@@ -137,6 +139,30 @@ func TestHTMLContent(t *testing.T) {
 	// every chart is an inline SVG with a size
 	if n := strings.Count(out, "<svg "); n < 20 {
 		t.Errorf("only %d charts", n)
+	}
+	// the matrix has one cell per group with comparisons, and every line
+	// of it and of the forest plot links to a row that exists
+	an, err := stats.Analyze(smallDataset(), Options{}.withDefaults(smallDataset()).Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := 0
+	for _, g := range an.Groups {
+		if len(g.Comparisons) > 0 {
+			groups++
+		}
+	}
+	if n := strings.Count(out, `<g class="mcell"`); n != groups || groups != 10 {
+		t.Errorf("%d matrix cells for %d groups, want 10", n, groups)
+	}
+	links := regexp.MustCompile(`<a href="#(cmp-\d+)">`).FindAllStringSubmatch(out, -1)
+	if len(links) < 2*len(an.Comparisons) {
+		t.Errorf("%d links to comparison rows for %d comparisons, want the matrix's and the forest's", len(links), len(an.Comparisons))
+	}
+	for _, l := range links {
+		if !strings.Contains(out, `<tr id="`+l[1]+`">`) {
+			t.Errorf("link to #%s, which no row carries", l[1])
+		}
 	}
 }
 

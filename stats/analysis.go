@@ -141,6 +141,9 @@ func Analyze(ds *model.Dataset, c Config) (*Analysis, error) {
 	if c.CorrectionScope != ScopeFamily && c.CorrectionScope != ScopeRun {
 		return nil, fmt.Errorf("stats: correction scope %q is neither %q nor %q", c.CorrectionScope, ScopeFamily, ScopeRun)
 	}
+	if c.MinEffect >= 1 {
+		return nil, fmt.Errorf("stats: smallest effect of interest %v is not below 1 (100%%)", c.MinEffect)
+	}
 	if c.Resamples < 0 {
 		return nil, fmt.Errorf("stats: %d bootstrap resamples", c.Resamples)
 	}

@@ -59,7 +59,7 @@ func TestImplementationSets(t *testing.T) {
 		if cmp.Family != ScopeImplementations || cmp.FamilySize != 3 {
 			t.Errorf("comparison %d: family %q of %d, want %q of 3", i, cmp.Family, cmp.FamilySize, ScopeImplementations)
 		}
-		want := NoDifference
+		want := Negligible // Caddy serves as fast as quicbench's server: within ±5%
 		if cmp.A.Cell.Server == "aioquic" {
 			want = BBetter
 		}
