@@ -34,6 +34,14 @@ command -v munged >/dev/null || need+=(munge)
 # venv for the aioquic peer.
 command -v caddy >/dev/null || need+=(caddy)
 /usr/bin/python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# tshark (Wireshark's command line): the capture tests open the pcapng files
+# of `capture: pcap` samples with it and decrypt them with the secrets they
+# embed. Answer wireshark-common's question (may non-root users capture?)
+# beforehand, no: quicbench captures in its own emulator, not with dumpcap.
+if ! command -v tshark >/dev/null; then
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+	need+=(tshark)
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates
