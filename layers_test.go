@@ -37,7 +37,7 @@ var layers = []layer{
 	{name: "testbed", prefixes: []string{"forward", "netns"}, imports: []string{"plumbing", "vocabulary", "emulator"}},
 	{name: "endpoints", prefixes: []string{"endpoint", "browser", "firefox", "lighthouse"}, imports: []string{"plumbing", "vocabulary"}},
 	{name: "plans and results", prefixes: []string{"plan", "store", "stats", "competing"}, imports: []string{"plumbing", "vocabulary", "emulator"}},
-	{name: "measurement", prefixes: []string{"workload", "calibrate", "traffic", "peers/aioquic"},
+	{name: "measurement", prefixes: []string{"workload", "calibrate", "traffic", "peers/aioquic", "capture"},
 		imports: []string{"plans and results", "endpoints", "testbed", "plumbing", "vocabulary", "emulator"}},
 	{name: "report", prefixes: []string{"report"}, imports: []string{"plans and results", "vocabulary"}},
 	{name: "checks", prefixes: []string{"parcheck", "faulttrial"}, imports: []string{"plans and results", "vocabulary"}},

@@ -159,6 +159,10 @@ func (t *Tap) Peek() *Record {
 // Release frees the record Peek returned.
 func (t *Tap) Release() { t.tail.Add(1) }
 
+// Released returns how many records the consumer has released; a
+// TapMark's Seq-Cut is how many had been written when it was taken.
+func (t *Tap) Released() uint64 { return t.tail.Load() }
+
 // put writes one record; the producer's only entry. Seq counts the cut
 // records too, so the records of an interval between two marks are known
 // by their Seq whether or not some were cut.
