@@ -20,6 +20,7 @@ func chromiumBench() workload.BrowserBench {
 			SPKIHash:     req.Target.SPKI,
 			Timeout:      req.Timeout,
 			DisableCache: true,
+			KeyLogFile:   req.KeyLog,
 		}, workload.BenchResultJS)
 	}
 }
@@ -36,6 +37,7 @@ func firefoxBench() workload.BrowserBench {
 			CAPEM:        []byte(req.Target.CAPEM),
 			Timeout:      req.Timeout,
 			DisableCache: true,
+			KeyLogFile:   req.KeyLog,
 		}, workload.BenchResultJS)
 	}
 }

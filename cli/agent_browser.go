@@ -29,6 +29,7 @@ func browserLoader() workload.BrowserLoader {
 			SPKIHash:     req.Target.SPKI,
 			Timeout:      req.Timeout,
 			DisableCache: true,
+			KeyLogFile:   req.KeyLog,
 		})
 		if err != nil {
 			return nil, err

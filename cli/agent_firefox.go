@@ -22,6 +22,7 @@ func firefoxLoader() workload.BrowserLoader {
 			CAPEM:        []byte(req.Target.CAPEM),
 			Timeout:      req.Timeout,
 			DisableCache: true,
+			KeyLogFile:   req.KeyLog,
 		})
 		if err != nil {
 			return nil, err

@@ -66,6 +66,7 @@ func newLighthouseLoader(find func() (lighthouse.Install, error)) workload.Brows
 			RemoteDebugging: true,
 			DisableFeatures: lighthouseDisabledFeatures,
 			ExtraArgs:       lighthouseChromiumArgs,
+			KeyLogFile:      req.KeyLog,
 		}
 		before := childrenCPU()
 		start := time.Now()

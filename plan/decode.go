@@ -24,11 +24,12 @@ type doc struct {
 	name, description string
 	seed              uint64
 	iterations        int
-	precision         float64 // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
-	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
-	maxIterAt         pos     // where max_iterations is set; zero when it is not
-	parallel          int     // testbeds at once (quicbench run --parallel); 0 = not set
-	pin               bool    // emulator, server and client on CPUs of their own (netns.Config.Pin)
+	precision         float64     // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
+	maxIterations     int         // adaptive iterations: the most a group takes (set whenever precision is)
+	maxIterAt         pos         // where max_iterations is set; zero when it is not
+	parallel          int         // testbeds at once (quicbench run --parallel); 0 = not set
+	pin               bool        // emulator, server and client on CPUs of their own (netns.Config.Pin)
+	capture           CaptureSpec // evidence per sample (capture.go)
 	warmup            bool
 	timeout           time.Duration
 	protocols         []string
@@ -117,7 +118,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -453,6 +454,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			}
 		}
 	}
+	d.captureFields(f, out)
 	if v, ok := f["warmup"]; ok {
 		if b, ok := d.boolean(v.val, "warmup"); ok {
 			out.warmup = b

@@ -204,3 +204,23 @@ func copyEvidence(ctx context.Context, tx *sql.Tx, src *DB, from, to int64) erro
 	}
 	return nil
 }
+
+// SampleRef names a sample: its run, cell key and iteration (-1: the
+// warm-up).
+type SampleRef struct {
+	ID, RunID int64
+	CellKey   string
+	Iteration int
+}
+
+// Sample returns which sample id is; an unknown id is an error wrapping
+// ErrNotFound.
+func (db *DB) Sample(ctx context.Context, id int64) (SampleRef, error) {
+	ref := SampleRef{ID: id}
+	err := db.r.QueryRowContext(ctx, `SELECT c.run_id, c.key, s.iteration FROM samples s JOIN cells c ON c.id = s.cell_id
+		WHERE s.id = ?`, id).Scan(&ref.RunID, &ref.CellKey, &ref.Iteration)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ref, fmt.Errorf("store: no sample %d: %w", id, ErrNotFound)
+	}
+	return ref, err
+}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,12 @@ type Request struct {
 	QUICEvents bool          `json:"quic_events"`
 	Target     Target        `json:"target"`
 	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+	// KeyLog, when set, is a file the client appends the TLS secrets of the
+	// sample's connections to (SSLKEYLOGFILE format), for the sample's
+	// packet capture: the built-in client's crypto/tls and quic-go, and
+	// Chromium's and Firefox's (the agent starts them with it); the aioquic
+	// client writes none.
+	KeyLog string `json:"keylog,omitempty"`
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -222,6 +229,14 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	spec, err := baseSpec(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.KeyLog != "" && req.Client != model.ClientAioquic {
+		f, err := os.OpenFile(req.KeyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("key log: %w", err)
+		}
+		defer f.Close()
+		spec.KeyLog = f
 	}
 	if r.path != nil {
 		spec.Paths = []string{r.path(req.Params)}
