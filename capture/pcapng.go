@@ -80,10 +80,12 @@ var zeros [4]byte
 
 // appendComment appends the comment of record r: its verdict, then for a
 // packet that spent time in the emulator when it entered (relative to the
-// packet's timestamp, which is when it left or was dropped), its drawn
-// delay and the time it queued, and its marks.
+// packet's timestamp, which is when it left or was dropped) and, for a
+// delivered one, how that time divides into its drawn delay and the rest
+// (the link counters' queue delay: waiting in the queue, serialization at
+// the link's rate, blackouts, the emulator's own lateness), and its marks.
 //
-//	delivered, entered 25.013042 ms earlier (delay 25.000000 ms, queued 0.013042 ms), reordered
+//	delivered, entered 25.513042 ms earlier: delay 25.000000 ms + queue 0.513042 ms, reordered
 //	dropped by loss
 //	dropped by queue, entered 5.210000 ms earlier
 func appendComment(b []byte, r *forward.Record) []byte {
@@ -96,11 +98,11 @@ func appendComment(b []byte, r *forward.Record) []byte {
 		b = appendMs(b, d)
 		b = append(b, " ms earlier"...)
 		if r.Verdict == pipeline.Delivered {
-			b = append(b, " (delay "...)
+			b = append(b, ": delay "...)
 			b = appendMs(b, r.Delay)
-			b = append(b, " ms, queued "...)
+			b = append(b, " ms + queue "...)
 			b = appendMs(b, max(d-r.Delay, 0))
-			b = append(b, " ms)"...)
+			b = append(b, " ms"...)
 		}
 	}
 	for _, m := range []struct {

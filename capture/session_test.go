@@ -168,7 +168,9 @@ func TestSessionSegmentsMatchCounters(t *testing.T) {
 	if uint64(gotUp) != up1.Sub(up0).PacketsOut || uint64(gotDown) != down1.Sub(down0).PacketsOut {
 		t.Fatalf("read %d up, %d down; counters %d, %d", gotUp, gotDown, up1.Sub(up0).PacketsOut, down1.Sub(down0).PacketsOut)
 	}
-	if w := g.Wire(); !w.Valid || w.Flows != 1 || w.DataPackets != down1.Sub(down0).PacketsOut {
+	// The fake flow's server packets may reach the client before its
+	// first packet reaches the server (jitter): those are not the flow's.
+	if w := g.Wire(); !w.Valid || w.Flows != 1 || w.DataPackets == 0 || w.DataPackets > down1.Sub(down0).PacketsOut {
 		t.Fatalf("wire timing %+v", w)
 	}
 

@@ -6,11 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/store"
 )
 
@@ -140,7 +140,7 @@ func listEvidence(env *Env, db *store.DB, cmd *cobra.Command, evs []store.Eviden
 		j := i
 		var files []string
 		for ; j < len(evs) && evs[j].SampleID == evs[i].SampleID; j++ {
-			files = append(files, fmt.Sprintf("%s (%s)", evs[j].Name, model.FormatSize(evs[j].Bytes)))
+			files = append(files, fmt.Sprintf("%s (%s)", evs[j].Name, humanBytes(evs[j].Bytes)))
 		}
 		ref, err := db.Sample(cmd.Context(), evs[i].SampleID)
 		if err != nil {
@@ -197,4 +197,20 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// humanBytes writes n bytes with a decimal unit and three significant
+// digits, e.g. 1.21 MB.
+func humanBytes(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, unit := float64(n), ""
+	for _, u := range []string{"kB", "MB", "GB", "TB"} {
+		v, unit = v/1000, u
+		if v < 1000 {
+			break
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + " " + unit
 }

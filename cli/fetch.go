@@ -109,7 +109,7 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 			case fetchClientFirefox:
 				return fetchFirefox(cmd, env, chromiumFetch{
 					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
-					spki: spki, jsonOut: jsonOut, timeout: spec.Timeout,
+					spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
 				})
 			case fetchClientAioquic:
 				if spec.Proto != model.ProtoH3 {
@@ -214,7 +214,7 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 	f.DurationVar(&spec.IdleTimeout, "idle-timeout", endpoint.DefaultIdleTimeout, "limit without progress while sending or receiving a body")
 	f.DurationVar(&spec.Timeout, "timeout", endpoint.DefaultTimeout, "limit for the whole fetch (chromium: for each page load, default "+browser.DefaultTimeout.String()+")")
 	f.StringVar(&spec.CongestionControl, "cc", "", "TCP congestion control of the client's sockets (default: $QUICBENCH_CC, set by testbed exec; else the system's)")
-	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; default: $SSLKEYLOGFILE; chromium: its --ssl-key-log-file)")
+	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; default: $SSLKEYLOGFILE; chromium: its --ssl-key-log-file, firefox: SSLKEYLOGFILE)")
 	f.StringVar(&spec.QlogDir, "qlog", "", "write a qlog file per QUIC connection into this directory")
 	f.BoolVar(&spec.NoQUICEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (QUIC PTO, congestion-event and congestion-state counts are then not measured: stored as -1, shown as missing)")
 	return cmd
@@ -445,7 +445,7 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		return Usage(fmt.Errorf("--client firefox --proto %s: a browser loads pages over h1, h1c, h2 or h3, not raw %s streams", o.proto, o.proto),
 			"use the built-in client (--client builtin) for tcp and quic")
 	}
-	for _, name := range append(slices.Clone(builtinOnlyFetchFlags), "spki", "server-name", "keylog") {
+	for _, name := range append(slices.Clone(builtinOnlyFetchFlags), "spki", "server-name") {
 		if cmd.Flags().Changed(name) {
 			return Usage(fmt.Errorf("--%s does not apply to --client firefox", name), hint+": Firefox trusts --ca in its profile, or any certificate with --insecure")
 		}
@@ -458,6 +458,12 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		return err
 	}
 	opts := firefox.Options{Protocol: o.proto, AcceptInsecureCerts: o.insecure, DisableCache: true, Timeout: timeout}
+	if o.keyLog != "" {
+		// Firefox's NSS appends to it (SSLKEYLOGFILE in its environment).
+		if opts.KeyLogFile, err = filepath.Abs(o.keyLog); err != nil {
+			return Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
+		}
+	}
 	if o.caFile != "" {
 		if opts.CAPEM, err = os.ReadFile(o.caFile); err != nil {
 			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")

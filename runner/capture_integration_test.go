@@ -14,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/cli"
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/store"
@@ -258,3 +259,55 @@ tests:
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestCaptureClientSecrets: Caddy writes no key log, so the captures of
+// samples it serves are decrypted with the clients' secrets only: the
+// built-in client's (crypto/tls), Chromium's (--ssl-key-log-file) and
+// Firefox's (SSLKEYLOGFILE), each with the HTTP/2 request's :path.
+func TestCaptureClientSecrets(t *testing.T) {
+	needRoot(t)
+	needChromium(t)
+	needFirefox(t)
+	if _, _, err := peers.FindCaddy(context.Background()); err != nil {
+		testsupport.Unavailable(t, "caddy: %v", err)
+	}
+	const text = `
+name: clients
+seed: 4
+iterations: 1
+warmup: false
+protocols: [h2]
+client: [builtin, chromium, firefox]
+server: caddy
+timeout: 60s
+capture: pcap
+capture_snap: whole
+scenarios:
+  - name: d2
+    link: "delay 2ms"
+tests:
+  - test: page
+    params: {objects: 2, size: 4KB}
+`
+	db, ds := runCapture(t, text, plan.CaptureSpec{})
+	clients := map[string]bool{}
+	for i := range ds.Samples {
+		s := &ds.Samples[i]
+		c := cellOf(ds, s)
+		if s.Status != model.StatusOK {
+			t.Fatalf("%s: %s %s", c.Key, s.Status, s.Error)
+		}
+		dir := filepath.Join(t.TempDir(), "ev")
+		if _, stderr, code := evidenceCmd(t, db, "--sample", itoa(s.ID), "-o", dir); code != 0 {
+			t.Fatalf("%s: evidence: %s", c.Key, stderr)
+		}
+		got := tshark(t, "-r", filepath.Join(dir, "capture.pcapng"), "-Y", "http2.type == 1", "-T", "fields", "-e", "http2.header.value")
+		if !strings.Contains(strings.Join(got, "\n"), "/page/2/4KB") {
+			t.Errorf("%s: no HTTP/2 request for /page/2/4KB decrypted with the client's secrets: %q", c.Key, got)
+		}
+		clients[c.Client] = true
+	}
+	if len(clients) != 3 {
+		t.Fatalf("clients %v", clients)
+	}
+}
