@@ -37,6 +37,10 @@ type Options struct {
 	Poll, Hold time.Duration
 	// Clock is the forwarder's clock (default emu.MonotonicClock).
 	Clock emu.Clock
+	// Count only: segments count the packets and compute the wire timing
+	// but write no packet blocks (Segment.WriteFile then writes a capture
+	// without packets).
+	CountOnly bool
 }
 
 // Budget is a run's capture limit: the packet bytes all its captures may
@@ -324,7 +328,7 @@ func (s *Session) record(g *Segment, d int, r *forward.Record) {
 		}
 		g.wire.Add(d, r)
 	}
-	if g.err != nil {
+	if g.err != nil || s.opts.CountOnly {
 		return
 	}
 	s.comment = appendComment(s.comment[:0], r)

@@ -348,3 +348,31 @@ func TestKeyLogsTake(t *testing.T) {
 		t.Fatalf("fourth Take %q", got)
 	}
 }
+
+// TestSessionCountOnly: a session that only counts writes no packets but
+// counts the verdicts and times the flows.
+func TestSessionCountOnly(t *testing.T) {
+	b := newBench(t, "delay 2ms loss 10%", "delay 2ms", 0)
+	s, err := Start(b.fwd, Options{Dir: t.TempDir(), CountOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	up0, _, _ := s.Begin()
+	b.exchange(t, 0, 100)
+	g, up1, _, err := s.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	c := up1.Sub(up0)
+	if g.Verdicts[0][pipeline.DroppedLoss] != c.DropLoss || g.Verdicts[0][pipeline.Delivered] != c.PacketsOut || c.DropLoss == 0 {
+		t.Fatalf("verdicts %v, counters %+v", g.Verdicts[0], c)
+	}
+	if g.Bytes != 0 || g.Recorded != [2]uint64{} || !g.Wire().Valid {
+		t.Fatalf("count only: %d bytes, %v recorded, wire %+v", g.Bytes, g.Recorded, g.Wire())
+	}
+	if st, err := os.Stat(g.Path()); err != nil || st.Size() != 0 {
+		t.Fatalf("segment file: %v %v", st, err)
+	}
+}

@@ -89,7 +89,8 @@ func (r *slot) startCapture() error {
 	sc := &slotCapture{dir: dir}
 	r.capt = sc
 	if r.cap.wire {
-		if sc.sess, err = capture.Start(r.tb, capture.Options{Dir: dir, Budget: r.cap.budget}); err != nil {
+		opts := capture.Options{Dir: dir, Budget: r.cap.budget, CountOnly: !r.cap.spec.Pcap()}
+		if sc.sess, err = capture.Start(r.tb, opts); err != nil {
 			return err
 		}
 	}
@@ -143,8 +144,12 @@ type sampleCapture struct {
 	qlogs    map[string]bool // the qlog directory's files at the start
 	files    []string        // files to remove once the sample is stored
 	ev       []model.Evidence
-	metrics  map[string]float64
 	warnings []string // run warnings about the sample's capture
+	// wire is the sample's timing as its packets show it (wireOK: the tap
+	// ran): store adds its metrics; runner code for stacks that report no
+	// timing of their own reads it here.
+	wire   capture.WireTiming
+	wireOK bool
 }
 
 // captureBegin starts a sample's capture just before its counters are
@@ -153,7 +158,7 @@ func (r *slot) captureBegin(req *requestInfo) *sampleCapture {
 	if r.capt == nil && r.opts.QlogDir == "" {
 		return nil
 	}
-	sc := &sampleCapture{r: r, metrics: map[string]float64{}}
+	sc := &sampleCapture{r: r}
 	if r.opts.QlogDir != "" {
 		sc.qlogs = map[string]bool{}
 		for _, n := range listDir(r.opts.QlogDir) {
@@ -211,9 +216,7 @@ func (sc *sampleCapture) end(ctx context.Context, c *model.Cell, it int, w *wind
 			sc.up[1], sc.down[1] = up, down
 			w.before.link = [2]emu.Counters{sc.up[0], sc.down[0]}
 			w.after.link = [2]emu.Counters{sc.up[1], sc.down[1]}
-			for k, v := range seg.Wire().Metrics() {
-				sc.metrics[k] = v
-			}
+			sc.wire, sc.wireOK = seg.Wire(), true
 			sc.checkCounts(c, it)
 			if r.cap.spec.Pcap() {
 				sc.writePcap(c, it, keys)
@@ -288,13 +291,13 @@ func (sc *sampleCapture) store(ctx context.Context, s *model.Sample) {
 	if sc == nil {
 		return
 	}
-	if len(sc.metrics) > 0 {
+	if m := sc.wire.Metrics(); sc.wireOK && len(m) > 0 {
 		if s.Metrics == nil {
 			s.Metrics = map[string]float64{}
 		}
-		for _, k := range slices.Sorted(maps.Keys(sc.metrics)) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if _, set := s.Metrics[k]; !set {
-				s.Metrics[k] = sc.metrics[k]
+				s.Metrics[k] = m[k]
 			}
 		}
 	}
