@@ -49,4 +49,3 @@ func BenchmarkTapRecord(b *testing.B) {
 		})
 	}
 }
-
