@@ -46,7 +46,8 @@ tests:
 // and p >= 0.05). The two runs go at the same time, each on its own
 // testbed, so that a machine whose load drifts (a shared one) weighs on
 // both alike. With QUICBENCH_CAPTURE_SNAP=whole the capture keeps whole
-// packets. One iteration is the pair of runs: -benchtime 1x.
+// packets. One iteration is the pair of runs: -benchtime 1x, with -v for
+// the whole table (go test cuts a benchmark's log otherwise).
 func BenchmarkCaptureSameAnswer(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
