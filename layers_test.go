@@ -42,7 +42,7 @@ var layers = []layer{
 	{name: "plans and results", prefixes: []string{"plan", "store", "stats", "competing"}, imports: []string{"plumbing", "registry", "vocabulary", "emulator"}},
 	// "peers/": every stack's code, a folder per stack (a prefix ending
 	// in "/" takes the subfolders only)
-	{name: "measurement", prefixes: []string{"workload", "calibrate", "traffic", "peers/"},
+	{name: "measurement", prefixes: []string{"workload", "calibrate", "traffic", "capture", "peers/"},
 		imports: []string{"plans and results", "endpoints", "testbed", "plumbing", "registry", "vocabulary", "emulator"}},
 	{name: "report", prefixes: []string{"report"}, imports: []string{"plans and results", "registry", "vocabulary"}},
 	{name: "checks", prefixes: []string{"parcheck", "faulttrial"}, imports: []string{"plans and results", "registry", "vocabulary"}},

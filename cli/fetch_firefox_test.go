@@ -70,7 +70,6 @@ func TestFetchFirefoxCLIUsageErrors(t *testing.T) {
 	cases := map[string][]string{
 		"not raw quic streams":                      {"fetch", "--client", "firefox", "--proto", "quic", "--insecure", u},
 		"--spki does not apply to --client firefox": {"fetch", "--client", "firefox", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", u},
-		"--keylog does not apply":                   {"fetch", "--client", "firefox", "--keylog", "k.log", "--insecure", u},
 		"--warm does not apply":                     {"fetch", "--client", "firefox", "--warm", "--insecure", u},
 		"exclude each other":                        {"fetch", "--client", "firefox", "--ca", "x.pem", "--insecure", u},
 		"--ca: open":                                {"fetch", "--client", "firefox", "--ca", "/nonexistent/ca.pem", u},

@@ -37,6 +37,28 @@ func loadPlan(nameOrPath string) (*plan.Plan, error) {
 	return p, nil
 }
 
+// captureFlags reads run's --capture, --capture-snap and --capture-limit.
+func captureFlags(kinds, snap, limit string) (plan.CaptureSpec, error) {
+	var c plan.CaptureSpec
+	var err error
+	if kinds != "" {
+		if c.Kinds, err = plan.ParseCaptureKinds(kinds); err != nil {
+			return c, Usage(fmt.Errorf("--capture: %w", err), "--capture pcap keeps a pcapng of every sample")
+		}
+	}
+	if snap != "" {
+		if c.Snap, err = plan.ParseSnap(snap); err != nil {
+			return c, Usage(fmt.Errorf("--capture-snap: %w", err), "")
+		}
+	}
+	if limit != "" {
+		if c.Limit, err = plan.ParseCaptureLimit(limit); err != nil {
+			return c, Usage(fmt.Errorf("--capture-limit: %w", err), "")
+		}
+	}
+	return c, nil
+}
+
 func newRunCmd(env *Env) *cobra.Command {
 	var (
 		planArg, out, resume, reportPath, keylog, qlog   string
@@ -44,6 +66,7 @@ func newRunCmd(env *Env) *cobra.Command {
 		seed                                             uint64
 		maxSamples, maxIter, parallel                    int
 		precision, shardArg, minEffect                   string
+		captureArg, captureSnap, captureLimit            string
 	)
 	cmd := &cobra.Command{
 		Use:   "run --plan NAME|FILE [-o results.db]",
@@ -66,7 +89,8 @@ At the end a terminal summary is printed and an HTML report is written next to t
   quicbench run --plan my-plan.yaml -o my.db --report my.html
   quicbench run --plan page-load-grid --parallel 16
   quicbench run --resume my.db --parallel 4
-  quicbench run --plan degraded-networks --shard 3/16 -o shard-3.db`,
+  quicbench run --plan degraded-networks --shard 3/16 -o shard-3.db
+  quicbench run --plan quick --capture --capture-snap whole   # a pcapng per sample (quicbench evidence)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var shard plan.Shard
@@ -83,6 +107,10 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				return Usage(fmt.Errorf("--parallel %d: want 1..%d testbeds at once (0: the plan's parallel, else 1)", parallel, plan.MaxParallelSetting), "")
 			}
 			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents, Parallel: parallel, Shard: shard}
+			var err error
+			if opts.Capture, err = captureFlags(captureArg, captureSnap, captureLimit); err != nil {
+				return err
+			}
 			switch {
 			case quiet:
 				opts.Mode = runner.ProgressQuiet
@@ -157,7 +185,11 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.BoolVar(&jsonl, "jsonl", false, "progress as JSON lines on stdout (for scripts)")
 	f.BoolVar(&lines, "lines", false, "progress as one plain line per sample")
 	f.StringVar(&keylog, "keylog", "", "directory for the server's TLS key log (SSLKEYLOGFILE format)")
-	f.StringVar(&qlog, "qlog", "", "directory for the server's qlog files")
+	f.StringVar(&qlog, "qlog", "", "directory for the server's qlog files (each sample also keeps its connections' qlogs: quicbench evidence)")
+	f.StringVar(&captureArg, "capture", "", "keep per sample: pcap, the emulator's packets as pcapng with the connections' TLS secrets embedded (--capture alone means pcap; adds to the plan's capture)")
+	f.Lookup("capture").NoOptDefVal = plan.CapturePcap
+	f.StringVar(&captureSnap, "capture-snap", "", "bytes kept of each captured packet: headers (128, the default), whole, or a count")
+	f.StringVar(&captureLimit, "capture-limit", "", "the most the run's captures hold, e.g. 2GB (default 1GB); later samples' captures hold no packets")
 	f.BoolVar(&quicEvents, "quic-events", false, "record quic-go's per-packet events (QUIC PTO counts, congestion events, retransmissions) at a CPU cost for QUIC")
 	f.IntVar(&parallel, "parallel", 0, "testbeds taking samples at once (default: the plan's parallel, else 1; at most 8 per CPU); a resumed run may use another")
 	f.StringVar(&shardArg, "shard", "", "run only shard K of N of the plan (K/N, e.g. 3/16; merge the shards' databases with quicbench merge)")

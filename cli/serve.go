@@ -70,6 +70,17 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cc = ccFlag(env, cmd, cc)
+			if keyLog == "" && !control && env.Getenv != nil {
+				// As curl and browsers do. Not for a server the runner
+				// drives (--control): the run decides what its servers log.
+				if st, ok := peers.ServerStack(impl); ok && !st.KeyLog {
+					if v := env.Getenv("SSLKEYLOGFILE"); v != "" {
+						fmt.Fprintf(env.Stderr, "serve: SSLKEYLOGFILE ignored: %s writes no TLS key log\n", impl)
+					}
+				} else {
+					keyLog = env.Getenv("SSLKEYLOGFILE")
+				}
+			}
 			cfg := endpoint.ServerConfig{
 				Host: host, Port: port, PlainPort: plainPort, Names: names,
 				FilesDir: filesDir, QlogDir: qlogDir, CongestionControl: cc, NoQUICEvents: noEvents,
@@ -162,7 +173,7 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 	f.StringVar(&keyFile, "key", "", "private key PEM file for --cert")
 	f.StringSliceVar(&names, "name", nil, "extra IP address or DNS name for the generated certificate (repeatable)")
 	f.StringVar(&caOut, "ca-out", "", "write the generated CA certificate (PEM) to this file, for clients' --ca")
-	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format, for Wireshark)")
+	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format, for Wireshark; default: $SSLKEYLOGFILE, except with --control)")
 	f.StringVar(&qlogDir, "qlog", "", "write one qlog file per QUIC connection into this directory (for qvis)")
 	f.StringArrayVar(&sites, "site", nil, "serve directory DIR as /site/NAME/ (NAME=DIR, repeatable)")
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")

@@ -294,6 +294,9 @@ type Sample struct {
 	Warnings   []string     // validity warnings (CPU saturation, unexpected drops, clock problems)
 	Timelines  []Series
 	Resources  []Resource
+	// Evidence is stored with the sample (store.DB.InsertSample) and not
+	// loaded back with a dataset: store.DB.Evidence lists it.
+	Evidence []Evidence
 }
 
 // Dataset is everything the statistics and the report need about one run.

@@ -25,13 +25,14 @@ type doc struct {
 	name, description string
 	seed              uint64
 	iterations        int
-	precision         float64 // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
-	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
-	maxIterAt         pos     // where max_iterations is set; zero when it is not
-	parallel          int     // testbeds at once (quicbench run --parallel); 0 = not set
-	minEffect         float64 // smallest effect of interest, % of the reference median; 0 = off (when set)
-	minEffectSet      bool    // min_effect is given
-	pin               bool    // emulator, server and client on CPUs of their own (netns.Config.Pin)
+	precision         float64     // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
+	maxIterations     int         // adaptive iterations: the most a group takes (set whenever precision is)
+	maxIterAt         pos         // where max_iterations is set; zero when it is not
+	parallel          int         // testbeds at once (quicbench run --parallel); 0 = not set
+	minEffect         float64     // smallest effect of interest, % of the reference median; 0 = off (when set)
+	minEffectSet      bool        // min_effect is given
+	pin               bool        // emulator, server and client on CPUs of their own (netns.Config.Pin)
+	capture           CaptureSpec // evidence per sample (capture.go)
 	warmup            bool
 	timeout           time.Duration
 	protocols         []string
@@ -123,7 +124,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -480,6 +481,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			}
 		}
 	}
+	d.captureFields(f, out)
 	if v, ok := f["warmup"]; ok {
 		if b, ok := d.boolean(v.val, "warmup"); ok {
 			out.warmup = b

@@ -76,6 +76,7 @@ func (p *Plan) render() []byte {
 		// In the hash: pinning changes what the endpoints compete for.
 		top.add("pin", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
+	renderCapture(top, d.capture)
 	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
 	top.add("protocols", flowList(d.protocols, false))
 	top.add("client", oneOrList(d.clients, false))

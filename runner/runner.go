@@ -57,6 +57,13 @@ type Options struct {
 	// (0: the plan's parallel field, else 1); the admission rule
 	// (plan.Admission) may run fewer. A resumed run may use another value.
 	Parallel int
+	// Capture adds to what the plan captures per sample (plan.CaptureSpec;
+	// quicbench run --capture): a pcapng file of the emulator's packets
+	// with the connections' TLS secrets, stored with the sample.
+	Capture plan.CaptureSpec
+	// WireTiming runs the emulator's tap without keeping captures, for the
+	// samples' wire_* metrics (TTFB and goodput as the packets show them).
+	WireTiming bool
 	// Shard, when set (K of N), runs only the blocks of the plan's schedule
 	// that plan.Plan.Shards(N) puts in shard K, each with the pairing and
 	// seeds of the whole run, and records the shard with the run, so that
@@ -125,6 +132,8 @@ type run struct {
 	conc  concurrency
 	// shard is the part of the plan this run takes (zero: all of it).
 	shard plan.Shard
+	// cap is what the run captures per sample (capture.go).
+	cap *runCapture
 }
 
 func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
@@ -418,6 +427,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkPeers(ctx); err != nil {
 		return err
 	}
+	if err := r.setupCapture(ctx); err != nil {
+		return err
+	}
 	t, err := r.newSlot(ctx, 0)
 	if err != nil {
 		return err
@@ -438,12 +450,16 @@ func (r *run) newSlot(ctx context.Context, id int) (*slot, error) {
 	if id > 0 {
 		name += fmt.Sprintf("-%d", id)
 	}
-	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC, Pin: r.plan.Pin()})
+	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC, Pin: r.plan.Pin(), Tap: r.tapOptions()})
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
 	t := &slot{run: r, id: id, tb: tb}
 	if err := t.recordEnv(ctx, true); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := t.startCapture(); err != nil {
 		t.close()
 		return nil, err
 	}

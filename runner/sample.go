@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -88,15 +86,8 @@ func (r *slot) serverArgs(impl, cc string) ([]string, error) {
 	for _, s := range sortedValues(r.sites) {
 		args = append(args, "--site", s)
 	}
-	if r.opts.KeyLogDir != "" {
-		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("run%d.keys", r.runRec.ID)
-		if r.id > 0 {
-			name = fmt.Sprintf("run%d-testbed%d.keys", r.runRec.ID, r.id)
-		}
-		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, name))
+	if kl := r.serverKeyLog(impl); kl != "" {
+		args = append(args, "--keylog", kl) // runner/capture.go
 	}
 	if r.opts.QlogDir != "" {
 		args = append(args, "--qlog", r.opts.QlogDir)
@@ -247,7 +238,12 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		},
 	}
 
+	if r.capt != nil {
+		req.KeyLog = r.capt.clientKeys
+	}
 	var w window
+	sc := r.captureBegin(capturePorts(info.Port, info.PlainPort)) // runner/capture.go
+	defer sc.cleanup()
 	w.before = r.snapshot(false)
 	w.start = time.Now()
 	r.conc.begin(r.id)
@@ -275,6 +271,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Drain = time.Since(w.end)
 	}
 	w.after = r.snapshot(true)
+	sc.end(ctx, c, step.Iteration, &w)
 
 	s.Status, s.Error = res.Status, res.Error
 	if how := r.serverDied(); how != "" && s.Status == model.StatusFailed {
@@ -314,6 +311,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Status = model.StatusFailed
 		s.Error = fmt.Sprintf("the test did not produce its primary metric %s", c.Metric)
 	}
+	sc.store(ctx, s)
 	s.Overhead = r.overhead.storing(s.Wall)
 	s.Prep = prepPart(res.Prep, s.Overhead, s.Drain)
 	if err := r.db.InsertSample(context.WithoutCancel(ctx), s); err != nil {

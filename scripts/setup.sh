@@ -39,6 +39,14 @@ for list in peers/*/packages; do
 		dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed' || need+=("$pkg")
 	done < "$list"
 done
+# tshark (Wireshark's command line): the capture tests open the pcapng files
+# of `capture: pcap` samples with it and decrypt them with the secrets they
+# embed. Answer wireshark-common's question (may non-root users capture?)
+# beforehand, no: quicbench captures in its own emulator, not with dumpcap.
+if ! command -v tshark >/dev/null; then
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+	need+=(tshark)
+fi
 if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq
 	apt-get install -y -qq --no-install-recommends "${need[@]}" ca-certificates

@@ -254,6 +254,24 @@ ALTER TABLE runs ADD COLUMN peers TEXT NOT NULL DEFAULT '{}';            -- JSON
 ALTER TABLE samples ADD COLUMN up_drop_mtu INTEGER NOT NULL DEFAULT 0;   -- packets above the link's mtu; 0 before version 9
 ALTER TABLE samples ADD COLUMN down_drop_mtu INTEGER NOT NULL DEFAULT 0;
 `,
+	// 10: evidence kept with a sample (model.Evidence: its packet capture,
+	// key log, qlogs), in chunks so that a large file is never one value.
+	`
+CREATE TABLE evidence (
+	id        INTEGER PRIMARY KEY,
+	sample_id INTEGER NOT NULL REFERENCES samples(id) ON DELETE CASCADE,
+	name      TEXT    NOT NULL,          -- file name, e.g. capture.pcapng
+	kind      TEXT    NOT NULL,          -- capture, keylog, qlog
+	bytes     INTEGER NOT NULL,          -- the file's size
+	UNIQUE (sample_id, name)
+);
+CREATE TABLE evidence_chunks (
+	evidence_id INTEGER NOT NULL REFERENCES evidence(id) ON DELETE CASCADE,
+	chunk       INTEGER NOT NULL,        -- 0-based; the file is the chunks in order
+	data        BLOB    NOT NULL,
+	PRIMARY KEY (evidence_id, chunk)     -- a rowid table: its rows are large
+);
+`,
 }
 
 // schemaState reads which schema version the database holds. An empty

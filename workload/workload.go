@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +64,12 @@ type Request struct {
 	// (the agent declares it in its registry before the sample).
 	Contract *ContractDecl `json:"contract,omitempty"`
 	Timeout  time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+	// KeyLog, when set, is a file the client appends the TLS secrets of the
+	// sample's connections to (SSLKEYLOGFILE format), for the sample's
+	// packet capture: every client that can write them does (the built-in
+	// client's crypto/tls and quic-go, the browsers, the client programs of
+	// the peer program protocol, ngtcp2's through GnuTLS).
+	KeyLog string `json:"keylog,omitempty"`
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -230,6 +237,15 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	spec, err := baseSpec(req)
 	if err != nil {
 		return nil, err
+	}
+	if req.KeyLog != "" && st == nil {
+		// the built-in client's; a client program writes the file itself
+		f, err := os.OpenFile(req.KeyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("key log: %w", err)
+		}
+		defer f.Close()
+		spec.KeyLog = f
 	}
 	if r.path != nil {
 		spec.Paths = []string{pathFor(req, r)}

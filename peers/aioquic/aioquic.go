@@ -248,7 +248,7 @@ func newClient(env workload.ClientEnv) workload.ClientImpl {
 				return nil, nil, err
 			}
 			// -I: isolated mode (no PYTHON* variables, no user site directory).
-			c := &program.Client{Name: Name, Argv: []string{py, "-I", "-c", ClientProgram}, CC: st.Client.CC}
+			c := &program.Client{Name: Name, Argv: []string{py, "-I", "-c", ClientProgram}, CC: st.Client.CC, KeyLog: req.KeyLog}
 			switch v := env.Getenv(RcvBufEnv); v {
 			case "":
 			case "default":

@@ -42,6 +42,7 @@ func options(req workload.Request, url string) browser.Options {
 		SPKIHash:     req.Target.SPKI,
 		Timeout:      req.Timeout,
 		DisableCache: true,
+		KeyLogFile:   req.KeyLog,
 	}
 }
 

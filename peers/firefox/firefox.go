@@ -42,6 +42,7 @@ func options(req workload.Request, url string) driver.Options {
 		CAPEM:        []byte(req.Target.CAPEM),
 		Timeout:      req.Timeout,
 		DisableCache: true,
+		KeyLogFile:   req.KeyLog,
 	}
 }
 
@@ -57,8 +58,9 @@ func newClient(workload.ClientEnv) workload.ClientImpl {
 		Bench: func(ctx context.Context, req workload.Request, url string) ([]byte, error) {
 			return driver.Bench(ctx, options(req, url), workload.BenchResultJS)
 		},
-		Version:   Version,
-		FetchPage: fetchPage,
+		Version:    Version,
+		FetchPage:  fetchPage,
+		FetchFlags: []string{"keylog"},
 	}
 }
 
@@ -79,9 +81,9 @@ func Version(ctx context.Context) (string, error) {
 
 // fetchPage is `quicbench fetch --client firefox`: one cold load in a
 // fresh Firefox that trusts the CA in its profile, or any certificate with
-// Insecure.
+// Insecure, writing its TLS secrets to KeyLog when set (SSLKEYLOGFILE).
 func fetchPage(ctx context.Context, o workload.PageFetch, url string) (*browser.Result, error) {
-	opts := driver.Options{URL: url, Protocol: o.Proto, AcceptInsecureCerts: o.Insecure, CAPEM: o.CAPEM, DisableCache: true, Timeout: o.Timeout}
+	opts := driver.Options{URL: url, Protocol: o.Proto, AcceptInsecureCerts: o.Insecure, CAPEM: o.CAPEM, DisableCache: true, Timeout: o.Timeout, KeyLogFile: o.KeyLog}
 	res, err := driver.Load(ctx, opts)
 	var oe *driver.OptionError
 	switch {

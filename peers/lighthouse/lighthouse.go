@@ -128,6 +128,7 @@ func newLighthouseLoader(find func() (lh.Install, error)) workload.BrowserLoader
 			RemoteDebugging: true,
 			DisableFeatures: lighthouseDisabledFeatures,
 			ExtraArgs:       lighthouseChromiumArgs,
+			KeyLogFile:      req.KeyLog,
 		}
 		before, _ := workload.ChildrenCPU()
 		start := time.Now()

@@ -115,6 +115,9 @@ func fetch(ctx context.Context, req workload.Request, spec endpoint.FetchSpec) (
 	defer cancel()
 	cmd := exec.CommandContext(rctx, prog, args...)
 	cmd.Env = os.Environ()
+	if req.KeyLog != "" {
+		cmd.Env = append(cmd.Env, "SSLKEYLOGFILE="+req.KeyLog) // GnuTLS writes it
+	}
 	if spec.QlogDir != "" {
 		defer func() {
 			_ = copyFile(qlog, filepath.Join(spec.QlogDir, "ngtcp2-client-"+strconv.FormatInt(time.Now().UnixNano(), 10)+".sqlog"))

@@ -81,7 +81,7 @@ func (n Native) newClient(workload.ClientEnv) workload.ClientImpl {
 			if err != nil {
 				return nil, nil, err
 			}
-			c := &Client{Name: n.Name, Argv: []string{path}, CC: st.Client.CC}
+			c := &Client{Name: n.Name, Argv: []string{path}, CC: st.Client.CC, KeyLog: req.KeyLog}
 			return c.Fetch(ctx, req, spec)
 		},
 	}
