@@ -343,10 +343,25 @@ fn stream(query: &str) -> Response {
     }
 }
 
-/// A file under a site's directory. Like Go's `os.Root`, no path leaves
-/// the directory: `..` segments are refused and symbolic links are
-/// resolved before the check.
+/// A 301 to `location` (relative, as Go's `localRedirect` writes it).
+fn redirect(location: String) -> Response {
+    Response {
+        status: 301,
+        headers: vec![("cache-control", "no-store".into()), ("location", location), ("content-length", "0".into())],
+        body: Body::empty(),
+    }
+}
+
+/// A file under a site's directory, as Go's `http.FileServer` serves it:
+/// a path ending in /index.html redirects to "./", a directory without a
+/// trailing slash to "NAME/", a file with one to "../NAME"; a directory
+/// serves its index.html (a directory without one is a 404 here, where Go
+/// lists it). Like Go's `os.Root`, no path leaves the directory: `..`
+/// segments are refused and symbolic links are resolved before the check.
 fn site(root: &Path, path: &str, parts: &[&str]) -> Response {
+    if path.ends_with("/index.html") {
+        return redirect("./".into());
+    }
     let rel = &parts[3..];
     if rel.contains(&"..") {
         return Response::not_found();
@@ -355,26 +370,21 @@ fn site(root: &Path, path: &str, parts: &[&str]) -> Response {
         let c = std::fs::canonicalize(p).ok()?;
         c.starts_with(root).then_some(c)
     };
+    let rel: Vec<&str> = rel.iter().copied().filter(|s| !s.is_empty()).collect();
     let Some(mut target) = inside(&root.join(rel.join("/"))) else {
         return Response::not_found();
     };
+    let base = parts.iter().rev().find(|s| !s.is_empty()).copied().unwrap_or("");
     if target.is_dir() {
         if !path.ends_with('/') {
-            let last = parts.last().copied().unwrap_or("");
-            return Response {
-                status: 301,
-                headers: vec![
-                    ("cache-control", "no-store".into()),
-                    ("location", format!("{last}/")),
-                    ("content-length", "0".into()),
-                ],
-                body: Body::empty(),
-            };
+            return redirect(format!("{base}/"));
         }
         match inside(&target.join("index.html")) {
             Some(t) => target = t,
             None => return Response::not_found(),
         }
+    } else if path.ends_with('/') {
+        return redirect(format!("../{base}"));
     }
     let Ok(file) = File::open(&target) else {
         return Response::not_found();
@@ -527,6 +537,10 @@ mod tests {
         assert_eq!((r.status, r.header("location")), (301, Some("sub/")));
         let r = get(&res, "/site/w");
         assert_eq!((r.status, r.header("location")), (301, Some("w/")));
+        let r = get(&res, "/site/w/sub/index.html");
+        assert_eq!((r.status, r.header("location")), (301, Some("./")));
+        let r = get(&res, "/site/w/a.css/");
+        assert_eq!((r.status, r.header("location")), (301, Some("../a.css")));
         for bad in [
             "/site/w/../secret",
             "/site/w/%2e%2e/secret",

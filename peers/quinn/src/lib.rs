@@ -25,6 +25,7 @@ use qbpeer::sys::KeyLogFile;
 
 pub mod check;
 pub mod client;
+pub mod fetch;
 pub mod server;
 
 /// Versions of the crates this build runs (from peers/Cargo.lock).
