@@ -16,7 +16,10 @@ fn main() {
         } else if line == "name = \"quiche\"" {
             in_quiche = true;
         } else if in_quiche {
-            if let Some(v) = line.strip_prefix("version = \"").and_then(|v| v.strip_suffix('"')) {
+            if let Some(v) = line
+                .strip_prefix("version = \"")
+                .and_then(|v| v.strip_suffix('"'))
+            {
                 version = Some(v.to_string());
                 break;
             }

@@ -36,7 +36,10 @@ pub fn server_options(cfg: &ServerConfig) -> Result<crate::server::Options, Stri
         keylog: !cfg.keylog.is_empty(),
     };
     transport::validate(&settings)?;
-    let host: IpAddr = cfg.host.parse().map_err(|_| format!("host {:?}: not an IP address", cfg.host))?;
+    let host: IpAddr = cfg
+        .host
+        .parse()
+        .map_err(|_| format!("host {:?}: not an IP address", cfg.host))?;
     let nonempty = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
     Ok(crate::server::Options {
         listen: SocketAddr::new(host, cfg.port),
@@ -89,9 +92,13 @@ pub fn client_main(args: &[String]) -> i32 {
         [] => crate::client::main_with(None, None),
         [file] if !file.starts_with('-') => crate::client::main_with(Some(Path::new(file)), None),
         ["--bodies", dir] => crate::client::main_with(None, Some(Path::new(dir))),
-        ["--bodies", dir, file] => crate::client::main_with(Some(Path::new(file)), Some(Path::new(dir))),
+        ["--bodies", dir, file] => {
+            crate::client::main_with(Some(Path::new(file)), Some(Path::new(dir)))
+        }
         _ => {
-            eprintln!("usage: qb-quiche-client [--bodies DIR] [REQUEST.json] | --version | --check");
+            eprintln!(
+                "usage: qb-quiche-client [--bodies DIR] [REQUEST.json] | --version | --check"
+            );
             2
         }
     }
@@ -133,13 +140,16 @@ pub fn check() -> Result<serde_json::Value, String> {
     let scid = quiche::ConnectionId::from_ref(&[7; 16]);
     let local: SocketAddr = "127.0.0.1:40000".parse().unwrap();
     let peer: SocketAddr = "127.0.0.1:4433".parse().unwrap();
-    let mut conn = quiche::connect(Some("localhost"), &scid, local, peer, &mut config).map_err(|e| e.to_string())?;
+    let mut conn = quiche::connect(Some("localhost"), &scid, local, peer, &mut config)
+        .map_err(|e| e.to_string())?;
     let mut buf = [0u8; 1500];
     let mut sent = 0;
     while let Ok((n, _)) = conn.send(&mut buf) {
         sent += n;
     }
-    let t = conn.timeout().ok_or("no loss-detection timer after the Initial")?;
+    let t = conn
+        .timeout()
+        .ok_or("no loss-detection timer after the Initial")?;
     std::thread::sleep(t);
     conn.on_timeout();
     while let Ok((n, _)) = conn.send(&mut buf) {
@@ -191,7 +201,10 @@ mod tests {
         let o = server_options(&cfg).unwrap();
         assert_eq!(o.settings.cc.name, "bbr2_gcongestion");
         assert_eq!(o.settings.max_datagram_size, 1452);
-        assert_eq!((o.settings.max_data, o.settings.max_stream_data), (15 << 20, 6 << 20));
+        assert_eq!(
+            (o.settings.max_data, o.settings.max_stream_data),
+            (15 << 20, 6 << 20)
+        );
         assert!(o.qlog_dir.is_none() && o.keylog.is_none());
         let cfg = ServerConfig::parse(&config_json("")).unwrap();
         assert_eq!(server_options(&cfg).unwrap().settings.cc.name, "cubic");

@@ -17,8 +17,8 @@ use quiche::h3::NameValue;
 
 use qbpeer::config::{check_cc, ClientRequest};
 use qbpeer::record::{
-    list_qlogs, timeout_error, Clock, ConnRecord, CpuStart, Negotiated, Record, RecordConfig, RequestRecord,
-    TransportStats, NOT_MEASURED,
+    list_qlogs, timeout_error, Clock, ConnRecord, CpuStart, Negotiated, Record, RecordConfig,
+    RequestRecord, TransportStats, NOT_MEASURED,
 };
 use qbpeer::sys::{addr_string, qlog_path, KeyLogFile};
 
@@ -40,7 +40,8 @@ const UPLOAD_PIECE: usize = 256 << 10;
 /// whenever a record was printed, 2 when the request is unusable.
 pub fn main_with(file: Option<&Path>, bodies: Option<&Path>) -> i32 {
     let text = match file {
-        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("reading the request {}: {e}", p.display())),
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| format!("reading the request {}: {e}", p.display())),
         None => {
             let mut s = String::new();
             io::stdin()
@@ -56,8 +57,13 @@ pub fn main_with(file: Option<&Path>, bodies: Option<&Path>) -> i32 {
             return 2;
         }
     };
-    let cc = match check_cc("congestion_control", &req.congestion_control, CC_NAMES, DEFAULT_CC)
-        .and_then(|n| congestion_control(&n))
+    let cc = match check_cc(
+        "congestion_control",
+        &req.congestion_control,
+        CC_NAMES,
+        DEFAULT_CC,
+    )
+    .and_then(|n| congestion_control(&n))
     {
         Ok(c) => c,
         Err(e) => {
@@ -139,15 +145,18 @@ fn tls_config(req: &ClientRequest, cipher: Arc<Mutex<String>>) -> Result<quiche:
     use boring::ssl::{SslContextBuilder, SslInfoCallbackMode, SslMethod};
     let mut b = SslContextBuilder::new(SslMethod::tls()).map_err(|e| format!("TLS: {e}"))?;
     if req.ca_pem.is_empty() {
-        b.set_default_verify_paths().map_err(|e| format!("TLS roots: {e}"))?;
+        b.set_default_verify_paths()
+            .map_err(|e| format!("TLS roots: {e}"))?;
     } else {
-        let certs =
-            boring::x509::X509::stack_from_pem(req.ca_pem.as_bytes()).map_err(|e| format!("ca_pem: {e}"))?;
+        let certs = boring::x509::X509::stack_from_pem(req.ca_pem.as_bytes())
+            .map_err(|e| format!("ca_pem: {e}"))?;
         if certs.is_empty() {
             return Err("ca_pem holds no certificate".into());
         }
         for c in certs {
-            b.cert_store_mut().add_cert(c).map_err(|e| format!("ca_pem: {e}"))?;
+            b.cert_store_mut()
+                .add_cert(c)
+                .map_err(|e| format!("ca_pem: {e}"))?;
         }
     }
     b.set_info_callback(move |ssl, mode, _| {
@@ -158,7 +167,8 @@ fn tls_config(req: &ClientRequest, cipher: Arc<Mutex<String>>) -> Result<quiche:
             }
         }
     });
-    quiche::Config::with_boring_ssl_ctx_builder(quiche::PROTOCOL_VERSION, b).map_err(|e| format!("TLS: {e}"))
+    quiche::Config::with_boring_ssl_ctx_builder(quiche::PROTOCOL_VERSION, b)
+        .map_err(|e| format!("TLS: {e}"))
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -179,10 +189,19 @@ fn run(
     let t_start = Instant::now();
     let total = Duration::from_secs_f64(req.timeout);
     let peer = resolve(&req.host, req.port)?;
-    let bind: SocketAddr = if peer.is_ipv4() { "0.0.0.0:0" } else { "[::]:0" }.parse().unwrap();
+    let bind: SocketAddr = if peer.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    }
+    .parse()
+    .unwrap();
     let std_sock = std::net::UdpSocket::bind(bind).map_err(|e| format!("socket: {e}"))?;
-    rec.config.rcvbuf_bytes = qbpeer::sys::set_rcvbuf(&std_sock, req.rcvbuf).map_err(|e| format!("SO_RCVBUF: {e}"))?;
-    std_sock.connect(peer).map_err(|e| format!("connect {peer}: {e}"))?;
+    rec.config.rcvbuf_bytes =
+        qbpeer::sys::set_rcvbuf(&std_sock, req.rcvbuf).map_err(|e| format!("SO_RCVBUF: {e}"))?;
+    std_sock
+        .connect(peer)
+        .map_err(|e| format!("connect {peer}: {e}"))?;
     std_sock.set_nonblocking(true).map_err(|e| e.to_string())?;
     let local = std_sock.local_addr().map_err(|e| e.to_string())?;
     let mut sock = mio::net::UdpSocket::from_std(std_sock);
@@ -199,14 +218,16 @@ fn run(
     let mut scid = [0u8; 16];
     getrandom::fill(&mut scid).map_err(|e| format!("random: {e}"))?;
     let scid = quiche::ConnectionId::from_ref(&scid);
-    let mut conn =
-        quiche::connect(Some(req.sni()), &scid, local, peer, &mut config).map_err(|e| format!("quiche: {e}"))?;
+    let mut conn = quiche::connect(Some(req.sni()), &scid, local, peer, &mut config)
+        .map_err(|e| format!("quiche: {e}"))?;
     if !req.keylog.is_empty() {
-        let k = KeyLogFile::open(Path::new(&req.keylog)).map_err(|e| format!("keylog {}: {e}", req.keylog))?;
+        let k = KeyLogFile::open(Path::new(&req.keylog))
+            .map_err(|e| format!("keylog {}: {e}", req.keylog))?;
         conn.set_keylog(Box::new(KeyLogWriter::new(Arc::new(k))));
     }
     if !req.qlog_dir.is_empty() {
-        std::fs::create_dir_all(&req.qlog_dir).map_err(|e| format!("qlog_dir {}: {e}", req.qlog_dir))?;
+        std::fs::create_dir_all(&req.qlog_dir)
+            .map_err(|e| format!("qlog_dir {}: {e}", req.qlog_dir))?;
         let odcid = conn.destination_id().into_owned();
         let p = qlog_path(Path::new(&req.qlog_dir), &odcid, "client");
         let f = std::fs::File::create(&p).map_err(|e| format!("qlog {}: {e}", p.display()))?;
@@ -223,7 +244,12 @@ fn run(
         ..Default::default()
     });
     let mut c = Client {
-        wire: Wire::new(conn, &settings.cc, settings.max_datagram_size, Instant::now()),
+        wire: Wire::new(
+            conn,
+            &settings.cc,
+            settings.max_datagram_size,
+            Instant::now(),
+        ),
         h3: None,
         sock,
         poll,
@@ -240,14 +266,20 @@ fn run(
     let out = c.session(req, rec, &cipher);
     // Whatever happened: the transport statistics and the close.
     let now = clock.now();
-    let done = rec.requests.iter().filter(|r| r.error.is_none() && r.end > 0).count();
+    let done = rec
+        .requests
+        .iter()
+        .filter(|r| r.error.is_none() && r.end > 0)
+        .count();
     let cr = &mut rec.conns[0];
     cr.requests = done;
     cr.transport = Some(transport_stats(&c.wire, settings));
     if !c.wire.conn.is_closed() {
         let _ = c.wire.conn.close(true, 0x100, b"");
         c.wire.build(Instant::now());
-        let _ = transmit(&c.sock, &mut c.wire.queue, || Instant::now() + Duration::from_secs(3600));
+        let _ = transmit(&c.sock, &mut c.wire.queue, || {
+            Instant::now() + Duration::from_secs(3600)
+        });
     }
     cr.closed = now;
     out.map_err(|e| {
@@ -281,7 +313,9 @@ impl Client {
     /// sends.
     fn wait(&mut self, until: Option<Instant>) -> Result<(), String> {
         let deadline = earliest([self.wire.deadline(), until, Some(self.deadline_total)]);
-        self.timer.arm(deadline, Instant::now()).map_err(|e| format!("timer: {e}"))?;
+        self.timer
+            .arm(deadline, Instant::now())
+            .map_err(|e| format!("timer: {e}"))?;
         match self.poll.poll(&mut self.events, None) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -297,7 +331,10 @@ impl Client {
         loop {
             match self.sock.recv_from(&mut self.buf) {
                 Ok((n, from)) => {
-                    let info = quiche::RecvInfo { from, to: self.local };
+                    let info = quiche::RecvInfo {
+                        from,
+                        to: self.local,
+                    };
                     match self.wire.conn.recv(&mut self.buf[..n], info) {
                         Ok(_) | Err(quiche::Error::Done) => {}
                         Err(e) => eprintln!("qb-quiche-client: recv: {e}"),
@@ -320,7 +357,8 @@ impl Client {
     fn flush(&mut self) -> Result<(), String> {
         self.wire.build(Instant::now());
         if !self.blocked {
-            let t = transmit(&self.sock, &mut self.wire.queue, Instant::now).map_err(|e| format!("send: {e}"))?;
+            let t = transmit(&self.sock, &mut self.wire.queue, Instant::now)
+                .map_err(|e| format!("send: {e}"))?;
             self.blocked = t.blocked;
         }
         Ok(())
@@ -339,7 +377,12 @@ impl Client {
         }
     }
 
-    fn session(&mut self, req: &ClientRequest, rec: &mut Record, cipher: &Mutex<String>) -> Result<(), String> {
+    fn session(
+        &mut self,
+        req: &ClientRequest,
+        rec: &mut Record,
+        cipher: &Mutex<String>,
+    ) -> Result<(), String> {
         // The handshake.
         let hs_deadline = Instant::now() + Duration::from_secs_f64(req.handshake_timeout);
         self.flush()?;
@@ -365,16 +408,33 @@ impl Client {
             return Err(format!("ALPN {alpn:?}, want h3"));
         }
         let h3c = quiche::h3::Config::new().map_err(|e| format!("h3: {e}"))?;
-        self.h3 = Some(quiche::h3::Connection::with_transport(&mut self.wire.conn, &h3c).map_err(|e| format!("h3: {e}"))?);
+        self.h3 = Some(
+            quiche::h3::Connection::with_transport(&mut self.wire.conn, &h3c)
+                .map_err(|e| format!("h3: {e}"))?,
+        );
 
         let authority = req.authority();
         if req.warm {
             let mut scratch = Vec::new();
-            self.requests(req, &authority, &["/echo".to_string()], 1, &mut scratch, true)?;
+            self.requests(
+                req,
+                &authority,
+                &["/echo".to_string()],
+                1,
+                &mut scratch,
+                true,
+            )?;
         }
         let plan = req.plan();
         rec.measure_start = self.clock.now();
-        let r = self.requests(req, &authority, &plan, req.parallelism(), &mut rec.requests, false);
+        let r = self.requests(
+            req,
+            &authority,
+            &plan,
+            req.parallelism(),
+            &mut rec.requests,
+            false,
+        );
         rec.measure_end = self.clock.now();
         r
     }
@@ -402,15 +462,28 @@ impl Client {
             while active.len() < parallel {
                 let Some(path) = todo.front() else { break };
                 let mut hdrs = vec![
-                    quiche::h3::Header::new(b":method", if upload > 0 { &b"POST"[..] } else { &b"GET"[..] }),
+                    quiche::h3::Header::new(
+                        b":method",
+                        if upload > 0 {
+                            &b"POST"[..]
+                        } else {
+                            &b"GET"[..]
+                        },
+                    ),
                     quiche::h3::Header::new(b":scheme", b"https"),
                     quiche::h3::Header::new(b":authority", authority.as_bytes()),
                     quiche::h3::Header::new(b":path", path.as_bytes()),
                     quiche::h3::Header::new(b"user-agent", b"quicbench-quiche"),
                 ];
                 if upload > 0 {
-                    hdrs.push(quiche::h3::Header::new(b"content-type", b"application/octet-stream"));
-                    hdrs.push(quiche::h3::Header::new(b"content-length", upload.to_string().as_bytes()));
+                    hdrs.push(quiche::h3::Header::new(
+                        b"content-type",
+                        b"application/octet-stream",
+                    ));
+                    hdrs.push(quiche::h3::Header::new(
+                        b"content-length",
+                        upload.to_string().as_bytes(),
+                    ));
                 }
                 let start = self.clock.now();
                 match h3.send_request(conn, &hdrs, upload == 0) {
@@ -453,7 +526,8 @@ impl Client {
             for (sid, a) in active.iter_mut() {
                 while a.upload_left > 0 {
                     let n = a.upload_left.min(UPLOAD_PIECE as u64) as usize;
-                    let piece = qbpeer::content::pattern(a.upload_off, n.min(qbpeer::content::MAX_SLICE));
+                    let piece =
+                        qbpeer::content::pattern(a.upload_off, n.min(qbpeer::content::MAX_SLICE));
                     let fin = piece.len() as u64 == a.upload_left;
                     match h3.send_body(conn, *sid, piece, fin) {
                         Ok(w) => {
@@ -483,10 +557,15 @@ impl Client {
                             for h in &list {
                                 match h.name() {
                                     b":status" => {
-                                        status = std::str::from_utf8(h.value()).ok().and_then(|s| s.parse().ok()).unwrap_or(0)
+                                        status = std::str::from_utf8(h.value())
+                                            .ok()
+                                            .and_then(|s| s.parse().ok())
+                                            .unwrap_or(0)
                                     }
                                     b"content-length" => {
-                                        a.length = std::str::from_utf8(h.value()).ok().and_then(|s| s.parse().ok())
+                                        a.length = std::str::from_utf8(h.value())
+                                            .ok()
+                                            .and_then(|s| s.parse().ok())
                                     }
                                     _ => {}
                                 }
@@ -504,7 +583,8 @@ impl Client {
                                     a.body.extend_from_slice(&body[..n]);
                                 }
                                 if let Some(f) = a.save.as_mut() {
-                                    std::io::Write::write_all(f, &body[..n]).map_err(|e| format!("--bodies: {e}"))?;
+                                    std::io::Write::write_all(f, &body[..n])
+                                        .map_err(|e| format!("--bodies: {e}"))?;
                                 }
                             }
                             self.progress = Instant::now();
@@ -523,7 +603,10 @@ impl Client {
                     }
                     Ok((sid, quiche::h3::Event::Reset(code))) => {
                         if let Some(a) = active.remove(&sid) {
-                            let e = format!("h3 {}: stream reset by the server (error 0x{code:x})", out[a.idx].path);
+                            let e = format!(
+                                "h3 {}: stream reset by the server (error 0x{code:x})",
+                                out[a.idx].path
+                            );
                             out[a.idx].error = Some(e.clone());
                             return Err(e);
                         }
@@ -546,7 +629,11 @@ impl Client {
             // Progress limits: the first byte of the oldest request still
             // waiting for it, else idle.
             let waiting = active.values().any(|a| out[a.idx].first_byte == 0);
-            let limit = if waiting { req.first_byte_timeout } else { req.idle_timeout };
+            let limit = if waiting {
+                req.first_byte_timeout
+            } else {
+                req.idle_timeout
+            };
             let until = self.progress + Duration::from_secs_f64(limit);
             if Instant::now() >= until {
                 let a = active

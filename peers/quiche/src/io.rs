@@ -30,7 +30,11 @@ impl Timer {
         )
         .map_err(io::Error::from)?;
         let _ = nix::sys::prctl::set_timerslack(1000);
-        registry.register(&mut SourceFd(&fd.as_fd().as_raw_fd()), token, Interest::READABLE)?;
+        registry.register(
+            &mut SourceFd(&fd.as_fd().as_raw_fd()),
+            token,
+            Interest::READABLE,
+        )?;
         Ok(Timer { fd, armed: None })
     }
 
@@ -44,9 +48,14 @@ impl Timer {
         match deadline {
             None => self.fd.unset().map_err(io::Error::from),
             Some(t) => {
-                let d = t.saturating_duration_since(now).max(Duration::from_nanos(1));
+                let d = t
+                    .saturating_duration_since(now)
+                    .max(Duration::from_nanos(1));
                 self.fd
-                    .set(Expiration::OneShot(TimeSpec::from_duration(d)), TimerSetTimeFlags::empty())
+                    .set(
+                        Expiration::OneShot(TimeSpec::from_duration(d)),
+                        TimerSetTimeFlags::empty(),
+                    )
                     .map_err(io::Error::from)
             }
         }
@@ -69,7 +78,11 @@ pub struct Transmitted {
 
 /// Sends every datagram of `q` that is due at `now()` through `sock`. It
 /// reads the clock per datagram, so that its lateness record is true.
-pub fn transmit(sock: &mio::net::UdpSocket, q: &mut SendQueue, now: impl Fn() -> Instant) -> io::Result<Transmitted> {
+pub fn transmit(
+    sock: &mio::net::UdpSocket,
+    q: &mut SendQueue,
+    now: impl Fn() -> Instant,
+) -> io::Result<Transmitted> {
     let mut out = Transmitted::default();
     while let Some(d) = q.pop_due(now()) {
         match sock.send_to(&d.data, d.to) {
@@ -87,7 +100,13 @@ pub fn transmit(sock: &mio::net::UdpSocket, q: &mut SendQueue, now: impl Fn() ->
             Err(e)
                 if matches!(
                     e.raw_os_error(),
-                    Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::EPERM | libc::ENOBUFS)
+                    Some(
+                        libc::ECONNREFUSED
+                            | libc::EHOSTUNREACH
+                            | libc::ENETUNREACH
+                            | libc::EPERM
+                            | libc::ENOBUFS
+                    )
                 ) =>
             {
                 q.record(d.at, now(), d.data.len());

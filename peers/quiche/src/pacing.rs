@@ -160,7 +160,11 @@ impl Gate {
 /// their release time, so a packet due within the horizon may be built now;
 /// one due later waits until it is 80 % of the horizon away (as
 /// tokio-quiche).
-pub fn quiche_gate(next_release: Option<Instant>, horizon: Duration, now: Instant) -> Option<Instant> {
+pub fn quiche_gate(
+    next_release: Option<Instant>,
+    horizon: Duration,
+    now: Instant,
+) -> Option<Instant> {
     let t = next_release?;
     if t.saturating_duration_since(now) < horizon {
         return None;
@@ -196,7 +200,10 @@ pub struct SendQueue {
 
 impl std::fmt::Debug for SendQueue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SendQueue").field("len", &self.q.len()).field("bytes", &self.bytes).finish()
+        f.debug_struct("SendQueue")
+            .field("len", &self.q.len())
+            .field("bytes", &self.bytes)
+            .finish()
     }
 }
 
@@ -213,8 +220,12 @@ impl SendLog {
     /// A log in `dir` named `name`, when the environment asks for one.
     pub fn from_env(name: &str) -> Option<SendLog> {
         let dir = std::env::var_os("QB_QUICHE_SENDLOG")?;
-        let f = std::fs::File::create(std::path::Path::new(&dir).join(format!("{name}.sendlog"))).ok()?;
-        Some(SendLog { origin: Instant::now(), out: std::io::BufWriter::new(f) })
+        let f = std::fs::File::create(std::path::Path::new(&dir).join(format!("{name}.sendlog")))
+            .ok()?;
+        Some(SendLog {
+            origin: Instant::now(),
+            out: std::io::BufWriter::new(f),
+        })
     }
 
     fn write(&mut self, at: Instant, now: Instant, len: usize) {
@@ -227,7 +238,10 @@ impl SendLog {
 impl SendQueue {
     /// An empty queue that logs its departures to `log`, if any.
     pub fn with_log(log: Option<SendLog>) -> SendQueue {
-        SendQueue { log, ..SendQueue::default() }
+        SendQueue {
+            log,
+            ..SendQueue::default()
+        }
     }
 
     /// Queues a datagram built now to leave at `at` (or right after the
@@ -368,7 +382,9 @@ mod tests {
             assert_eq!(b.wait_until(t0), None, "burst datagram {i} held back");
             b.on_sent(mss, t0);
         }
-        let next = b.wait_until(t0).expect("the 11th datagram of a burst went out at once");
+        let next = b
+            .wait_until(t0)
+            .expect("the 11th datagram of a burst went out at once");
         assert_eq!(next.duration_since(t0), Duration::from_micros(800));
         // at that time it may go, and the one after waits another 800 us
         assert_eq!(b.wait_until(next), None);
@@ -439,7 +455,10 @@ mod tests {
     #[test]
     fn earliest_ignores_none() {
         let t0 = Instant::now();
-        assert_eq!(earliest([None, Some(t0 + ms(3)), Some(t0 + ms(1)), None]), Some(t0 + ms(1)));
+        assert_eq!(
+            earliest([None, Some(t0 + ms(3)), Some(t0 + ms(1)), None]),
+            Some(t0 + ms(1))
+        );
         assert_eq!(earliest([None, None]), None);
     }
 }

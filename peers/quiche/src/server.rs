@@ -33,6 +33,9 @@ const SOCKET: Token = Token(0);
 const TIMER: Token = Token(1);
 const STOP: Token = Token(2);
 
+/// The length of the connection IDs the server issues.
+const SCID_LEN: usize = quiche::MAX_CONN_ID_LEN;
+
 /// The largest piece of a body handed to quiche at once.
 const CHUNK: usize = 256 << 10;
 
@@ -98,7 +101,8 @@ pub fn run(opts: Options) -> Result<(), String> {
     }
 
     let mut poll = Poll::new().map_err(|e| format!("poll: {e}"))?;
-    let std_sock = std::net::UdpSocket::bind(opts.listen).map_err(|e| format!("listen {}: {e}", opts.listen))?;
+    let std_sock = std::net::UdpSocket::bind(opts.listen)
+        .map_err(|e| format!("listen {}: {e}", opts.listen))?;
     let rcvbuf = qbpeer::sys::set_socket_buffers(&std_sock, opts.socket_buffer as u64)
         .map_err(|e| format!("socket buffers: {e}"))?;
     std_sock.set_nonblocking(true).map_err(|e| e.to_string())?;
@@ -167,20 +171,25 @@ pub fn run(opts: Options) -> Result<(), String> {
             c.serve(&s.res, now);
             c.wire.build(now);
             if !blocked {
-                let t = transmit(&sock, &mut c.wire.queue, Instant::now).map_err(|e| format!("send: {e}"))?;
+                let t = transmit(&sock, &mut c.wire.queue, Instant::now)
+                    .map_err(|e| format!("send: {e}"))?;
                 blocked = t.blocked;
             }
         }
         s.reap();
         let deadline = earliest(s.conns.values().map(|c| c.deadline()));
-        timer.arm(deadline, Instant::now()).map_err(|e| format!("timer: {e}"))?;
+        timer
+            .arm(deadline, Instant::now())
+            .map_err(|e| format!("timer: {e}"))?;
     }
     // Standard input ended: close every connection and leave.
     let now = Instant::now();
     for c in s.conns.values_mut() {
         let _ = c.wire.conn.close(true, 0x100, b"server stops");
         c.wire.build(now);
-        let _ = transmit(&sock, &mut c.wire.queue, || Instant::now() + Duration::from_secs(3600));
+        let _ = transmit(&sock, &mut c.wire.queue, || {
+            Instant::now() + Duration::from_secs(3600)
+        });
     }
     s.reap_all();
     Ok(())
@@ -200,14 +209,8 @@ struct State {
 }
 
 impl State {
-    fn recv(
-        &mut self,
-        pkt: &mut [u8],
-        from: SocketAddr,
-        now: Instant,
-        sock: &mio::net::UdpSocket,
-    ) {
-        let hdr = match quiche::Header::from_slice(pkt, quiche::MAX_CONN_ID_LEN) {
+    fn recv(&mut self, pkt: &mut [u8], from: SocketAddr, now: Instant, sock: &mio::net::UdpSocket) {
+        let hdr = match quiche::Header::from_slice(pkt, SCID_LEN) {
             Ok(h) => h,
             Err(_) => return, // not QUIC
         };
@@ -236,7 +239,9 @@ impl State {
                 }
             }
         };
-        let Some(c) = self.conns.get_mut(&key) else { return };
+        let Some(c) = self.conns.get_mut(&key) else {
+            return;
+        };
         let info = quiche::RecvInfo {
             from,
             to: self.local,
@@ -258,11 +263,19 @@ impl State {
         }
     }
 
-    fn accept(&mut self, hdr: &quiche::Header, from: SocketAddr, now: Instant) -> Result<u64, String> {
-        let mut raw = [0u8; quiche::MAX_CONN_ID_LEN];
-        getrandom::fill(&mut raw[..16]).map_err(|e| format!("random: {e}"))?;
-        let scid = quiche::ConnectionId::from_vec(raw[..16].to_vec());
-        let mut conn = quiche::accept(&scid, None, self.local, from, &mut self.config).map_err(|e| e.to_string())?;
+    fn accept(
+        &mut self,
+        hdr: &quiche::Header,
+        from: SocketAddr,
+        now: Instant,
+    ) -> Result<u64, String> {
+        // Short headers carry no length: every ID this server issues is
+        // SCID_LEN bytes long, the length recv parses them with.
+        let mut raw = [0u8; SCID_LEN];
+        getrandom::fill(&mut raw).map_err(|e| format!("random: {e}"))?;
+        let scid = quiche::ConnectionId::from_vec(raw.to_vec());
+        let mut conn = quiche::accept(&scid, None, self.local, from, &mut self.config)
+            .map_err(|e| e.to_string())?;
         if let Some(k) = &self.keylog {
             conn.set_keylog(Box::new(KeyLogWriter::new(Arc::clone(k))));
         }
@@ -285,7 +298,12 @@ impl State {
         self.conns.insert(
             key,
             Conn {
-                wire: Wire::new(conn, &self.settings.cc, self.settings.max_datagram_size, now),
+                wire: Wire::new(
+                    conn,
+                    &self.settings.cc,
+                    self.settings.max_datagram_size,
+                    now,
+                ),
                 h3: None,
                 addr: addr_string(from),
                 ids: vec![scid, odcid],
@@ -334,7 +352,10 @@ impl State {
 
 impl Conn {
     fn deadline(&self) -> Option<Instant> {
-        let waits = self.reqs.values().filter_map(|r| r.resp.as_ref().and_then(|p| p.wait));
+        let waits = self
+            .reqs
+            .values()
+            .filter_map(|r| r.resp.as_ref().and_then(|p| p.wait));
         earliest([self.wire.deadline(), waits.min()])
     }
 
@@ -351,8 +372,12 @@ impl Conn {
                     let mut path = String::new();
                     for h in &list {
                         match h.name() {
-                            b":method" if method.is_empty() => method = String::from_utf8_lossy(h.value()).into(),
-                            b":path" if path.is_empty() => path = String::from_utf8_lossy(h.value()).into(),
+                            b":method" if method.is_empty() => {
+                                method = String::from_utf8_lossy(h.value()).into()
+                            }
+                            b":path" if path.is_empty() => {
+                                path = String::from_utf8_lossy(h.value()).into()
+                            }
                             _ => {}
                         }
                     }
@@ -364,23 +389,24 @@ impl Conn {
                     }
                     let head = RequestHead::new(method, path);
                     let upload = Upload::new(res.wants_body(&head));
-                    let mut req = Req { head, upload, resp: None };
+                    let mut req = Req {
+                        head,
+                        upload,
+                        resp: None,
+                    };
                     if !more_frames {
                         req.upload.finish(now);
                         req.resp = Some(start(res, &req));
                     }
                     self.reqs.insert(sid, req);
                 }
-                Ok((sid, quiche::h3::Event::Data)) => loop {
-                    match h3.recv_body(conn, sid, &mut body) {
-                        Ok(n) => {
-                            if let Some(r) = self.reqs.get_mut(&sid) {
-                                r.upload.data(&body[..n], now);
-                            }
+                Ok((sid, quiche::h3::Event::Data)) => {
+                    while let Ok(n) = h3.recv_body(conn, sid, &mut body) {
+                        if let Some(r) = self.reqs.get_mut(&sid) {
+                            r.upload.data(&body[..n], now);
                         }
-                        Err(_) => break,
                     }
-                },
+                }
                 Ok((sid, quiche::h3::Event::Finished)) => {
                     if let Some(r) = self.reqs.get_mut(&sid) {
                         if r.resp.is_none() {
@@ -419,7 +445,10 @@ impl Conn {
 /// A request whose body has been read: its response plan.
 fn start(res: &Resources, r: &Req) -> Resp {
     let plan = res.respond(&r.head, &r.upload);
-    let mut headers = vec![quiche::h3::Header::new(b":status", plan.status.to_string().as_bytes())];
+    let mut headers = vec![quiche::h3::Header::new(
+        b":status",
+        plan.status.to_string().as_bytes(),
+    )];
     for (k, v) in &plan.headers {
         headers.push(quiche::h3::Header::new(k.as_bytes(), v.as_bytes()));
     }
@@ -439,7 +468,13 @@ enum Pump {
 }
 
 /// Writes as much of a response as its stream takes now.
-fn pump(h3: &mut quiche::h3::Connection, conn: &mut quiche::Connection, sid: u64, p: &mut Resp, now: Instant) -> Pump {
+fn pump(
+    h3: &mut quiche::h3::Connection,
+    conn: &mut quiche::Connection,
+    sid: u64,
+    p: &mut Resp,
+    now: Instant,
+) -> Pump {
     if let Some(t) = p.wait {
         if t > now {
             return Pump::More;
@@ -455,7 +490,9 @@ fn pump(h3: &mut quiche::h3::Connection, conn: &mut quiche::Connection, sid: u64
                     return Pump::Finished;
                 }
             }
-            Err(quiche::h3::Error::StreamBlocked) | Err(quiche::h3::Error::Done) => return Pump::More,
+            Err(quiche::h3::Error::StreamBlocked) | Err(quiche::h3::Error::Done) => {
+                return Pump::More
+            }
             Err(_) => return Pump::Gone,
         }
     }
@@ -536,7 +573,10 @@ pub struct KeyLogWriter {
 
 impl KeyLogWriter {
     pub fn new(file: Arc<KeyLogFile>) -> KeyLogWriter {
-        KeyLogWriter { file, line: Vec::new() }
+        KeyLogWriter {
+            file,
+            line: Vec::new(),
+        }
     }
 }
 

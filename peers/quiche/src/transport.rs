@@ -110,7 +110,8 @@ pub fn validate(s: &Settings) -> Result<(), String> {
 /// quiche's configuration for `s`. Flow-control windows are fixed at the
 /// configured values (quiche's auto-tuning may not grow them beyond).
 pub fn config(s: &Settings) -> Result<quiche::Config, String> {
-    let mut c = quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|e| format!("quiche config: {e}"))?;
+    let mut c =
+        quiche::Config::new(quiche::PROTOCOL_VERSION).map_err(|e| format!("quiche config: {e}"))?;
     apply(&mut c, s)?;
     Ok(c)
 }
@@ -119,7 +120,8 @@ pub fn config(s: &Settings) -> Result<quiche::Config, String> {
 /// the caller's, for instance).
 pub fn apply(c: &mut quiche::Config, s: &Settings) -> Result<(), String> {
     validate(s)?;
-    c.set_application_protos(ALPN).map_err(|e| format!("quiche ALPN: {e}"))?;
+    c.set_application_protos(ALPN)
+        .map_err(|e| format!("quiche ALPN: {e}"))?;
     c.set_cc_algorithm(s.cc.algo);
     c.enable_hystart(true);
     c.enable_pacing(true);
@@ -174,7 +176,11 @@ impl Wire {
         self.build_at = None;
         if let Gate::App(b) = &mut self.gate {
             if let Some(p) = self.conn.path_stats().next() {
-                let srtt = if p.min_rtt.is_some() { p.rtt } else { Duration::ZERO };
+                let srtt = if p.min_rtt.is_some() {
+                    p.rtt
+                } else {
+                    Duration::ZERO
+                };
                 b.set_window(p.cwnd, srtt, now);
             }
         }
@@ -197,7 +203,11 @@ impl Wire {
                     if let Gate::App(b) = &mut self.gate {
                         b.on_sent(len, now);
                     }
-                    let at = if matches!(self.gate, Gate::Off) { now } else { info.at.max(now) };
+                    let at = if matches!(self.gate, Gate::Off) {
+                        now
+                    } else {
+                        info.at.max(now)
+                    };
                     self.queue.push(at, self.buf[..len].to_vec(), info.to);
                     n += 1;
                 }
@@ -215,13 +225,21 @@ impl Wire {
     /// When this connection next needs the loop: quiche's timer, its next
     /// datagram's release time, or the pacer's next building time.
     pub fn deadline(&self) -> Option<Instant> {
-        pacing::earliest([self.conn.timeout_instant(), self.queue.next_release(), self.build_at])
+        pacing::earliest([
+            self.conn.timeout_instant(),
+            self.queue.next_release(),
+            self.build_at,
+        ])
     }
 
     /// A line for standard error on how well the connection was paced.
     pub fn pacing_report(&self) -> String {
         let q = &self.queue;
-        let mean = if q.sent > 0 { q.late_total / q.sent as u32 } else { Duration::ZERO };
+        let mean = if q.sent > 0 {
+            q.late_total / q.sent as u32
+        } else {
+            Duration::ZERO
+        };
         format!(
             "pacer {}: {} datagrams, late by {:.1} us on average, {:.1} us at most",
             self.gate.name(),
@@ -259,13 +277,23 @@ mod tests {
     #[test]
     fn cc_names_map_to_quiche() {
         let r = congestion_control("reno").unwrap();
-        assert_eq!((r.algo, r.name, r.quiche_paces), (CongestionControlAlgorithm::Reno, "reno", false));
+        assert_eq!(
+            (r.algo, r.name, r.quiche_paces),
+            (CongestionControlAlgorithm::Reno, "reno", false)
+        );
         let c = congestion_control("cubic").unwrap();
-        assert_eq!((c.algo, c.name, c.quiche_paces), (CongestionControlAlgorithm::CUBIC, "cubic", false));
+        assert_eq!(
+            (c.algo, c.name, c.quiche_paces),
+            (CongestionControlAlgorithm::CUBIC, "cubic", false)
+        );
         let b = congestion_control("bbr").unwrap();
         assert_eq!(
             (b.algo, b.name, b.quiche_paces),
-            (CongestionControlAlgorithm::Bbr2Gcongestion, "bbr2_gcongestion", true)
+            (
+                CongestionControlAlgorithm::Bbr2Gcongestion,
+                "bbr2_gcongestion",
+                true
+            )
         );
         for bad in ["", "newreno", "BBR", "bbr1", "vegas"] {
             let e = congestion_control(bad).unwrap_err();

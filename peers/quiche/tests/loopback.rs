@@ -71,19 +71,28 @@ fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
     let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
     let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
     let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_nid(Nid::COMMONNAME, "localhost").unwrap();
+    name.append_entry_by_nid(Nid::COMMONNAME, "localhost")
+        .unwrap();
     let name = name.build();
     let mut b = X509Builder::new().unwrap();
     b.set_version(2).unwrap();
-    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap()).unwrap();
+    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
+        .unwrap();
     b.set_subject_name(&name).unwrap();
     b.set_issuer_name(&name).unwrap();
     b.set_pubkey(&key).unwrap();
-    b.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-    b.set_not_after(&Asn1Time::days_from_now(2).unwrap()).unwrap();
-    b.append_extension(BasicConstraints::new().critical().ca().build().unwrap()).unwrap();
-    let san = SubjectAlternativeName::new().dns("localhost").ip("127.0.0.1").build(&b.x509v3_context(None, None)).unwrap();
-    b.append_extension(san).unwrap();
+    b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
+        .unwrap();
+    b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
+        .unwrap();
+    b.append_extension(&BasicConstraints::new().critical().ca().build().unwrap())
+        .unwrap();
+    let san = SubjectAlternativeName::new()
+        .dns("localhost")
+        .ip("127.0.0.1")
+        .build(&b.x509v3_context(None, None))
+        .unwrap();
+    b.append_extension(&san).unwrap();
     b.sign(&key, MessageDigest::sha256()).unwrap();
     let cert = b.build();
     let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
@@ -96,9 +105,15 @@ fn certificate(dir: &Path) -> (PathBuf, PathBuf) {
 fn site(dir: &Path) -> PathBuf {
     let s = dir.join("site");
     std::fs::create_dir_all(s.join("sub")).unwrap();
-    std::fs::write(s.join("index.html"), "<!DOCTYPE html><title>t</title><link rel=stylesheet href=a.css>\n").unwrap();
+    std::fs::write(
+        s.join("index.html"),
+        "<!DOCTYPE html><title>t</title><link rel=stylesheet href=a.css>\n",
+    )
+    .unwrap();
     std::fs::write(s.join("a.css"), "body { color: #123 }\n").unwrap();
-    let bin: Vec<u8> = (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let bin: Vec<u8> = (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     std::fs::write(s.join("sub/blob.bin"), bin).unwrap();
     s
 }
@@ -108,7 +123,17 @@ fn site(dir: &Path) -> PathBuf {
 fn start_quicbench(qb: &Path, dir: &Path, site: &Path) -> (Proc, u16, PathBuf) {
     let ca = dir.join("qb-ca.pem");
     let mut child = Command::new(qb)
-        .args(["serve", "--host", "127.0.0.1", "--port", "0", "--plain-port", "0", "--protocols", "h3"])
+        .args([
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--plain-port",
+            "0",
+            "--protocols",
+            "h3",
+        ])
         .arg("--ca-out")
         .arg(&ca)
         .arg("--site")
@@ -133,7 +158,13 @@ fn start_quicbench(qb: &Path, dir: &Path, site: &Path) -> (Proc, u16, PathBuf) {
 
 /// Starts the quiche server with `cc`; returns it, its port and its ready
 /// line.
-fn start_quiche(dir: &Path, cert: &Path, key: &Path, site: &Path, cc: &str) -> (Proc, u16, serde_json::Value) {
+fn start_quiche(
+    dir: &Path,
+    cert: &Path,
+    key: &Path,
+    site: &Path,
+    cc: &str,
+) -> (Proc, u16, serde_json::Value) {
     let conf = dir.join(format!("config-{cc}.json"));
     let mut sites = BTreeMap::new();
     sites.insert("s", site);
@@ -154,7 +185,8 @@ fn start_quiche(dir: &Path, cert: &Path, key: &Path, site: &Path, cc: &str) -> (
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     out.read_line(&mut line).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("ready line {line:?}: {e}"));
+    let v: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("ready line {line:?}: {e}"));
     let port = v["ready"]["port"].as_u64().expect("ready.port") as u16;
     // Keep reading its lines so that it never blocks on a full pipe.
     std::thread::spawn(move || for _ in out.lines() {});
@@ -162,7 +194,13 @@ fn start_quiche(dir: &Path, cert: &Path, key: &Path, site: &Path, cc: &str) -> (
 }
 
 /// Runs the quiche client; returns its record and the bodies it saved.
-fn fetch(port: u16, ca: &Path, paths: &[&str], upload: u64, dir: &Path) -> (serde_json::Value, Vec<Vec<u8>>) {
+fn fetch(
+    port: u16,
+    ca: &Path,
+    paths: &[&str],
+    upload: u64,
+    dir: &Path,
+) -> (serde_json::Value, Vec<Vec<u8>>) {
     let bodies = tempdir(&format!("bodies-{port}-{}", rand_tag()));
     let req = serde_json::json!({
         "host": "127.0.0.1", "port": port, "server_name": "localhost",
@@ -177,11 +215,18 @@ fn fetch(port: u16, ca: &Path, paths: &[&str], upload: u64, dir: &Path) -> (serd
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(req.to_string().as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(req.to_string().as_bytes())
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "client exit {:?}", out.status);
     let rec: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON record");
-    let saved = (0..paths.len()).map(|i| std::fs::read(bodies.join(i.to_string())).unwrap_or_default()).collect();
+    let saved = (0..paths.len())
+        .map(|i| std::fs::read(bodies.join(i.to_string())).unwrap_or_default())
+        .collect();
     (rec, saved)
 }
 
@@ -192,7 +237,10 @@ fn rand_tag() -> u64 {
 }
 
 fn sha256(b: &[u8]) -> String {
-    boring::sha::sha256(b).iter().map(|x| format!("{x:02x}")).collect()
+    boring::sha::sha256(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
 }
 
 #[test]
@@ -203,7 +251,13 @@ fn bodies_identical_to_quicbench_and_interop() {
     let site = site(&dir);
     let (_qbs, qb_port, qb_ca) = start_quicbench(&qb, &dir, &site);
     let (mut qs, q_port, ready) = start_quiche(&dir, &cert, &key, &site, "cubic");
-    assert!(ready["ready"]["version"].as_str().unwrap().starts_with("quiche 0."), "{ready}");
+    assert!(
+        ready["ready"]["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("quiche 0."),
+        "{ready}"
+    );
     assert_eq!(ready["ready"]["cc"], "cubic");
 
     let paths = [
@@ -227,10 +281,22 @@ fn bodies_identical_to_quicbench_and_interop() {
     ];
     let (rq, bq) = fetch(qb_port, &qb_ca, &paths, 0, &dir);
     let (rs, bs) = fetch(q_port, &cert, &paths, 0, &dir);
-    assert!(rq.get("error").is_none(), "quiche client vs quicbench serve: {rq}");
-    assert!(rs.get("error").is_none(), "quiche client vs quiche server: {rs}");
+    assert!(
+        rq.get("error").is_none(),
+        "quiche client vs quicbench serve: {rq}"
+    );
+    assert!(
+        rs.get("error").is_none(),
+        "quiche client vs quiche server: {rs}"
+    );
     for (i, p) in paths.iter().enumerate() {
-        assert_eq!(sha256(&bq[i]), sha256(&bs[i]), "{p}: bodies differ ({} vs {} bytes)", bq[i].len(), bs[i].len());
+        assert_eq!(
+            sha256(&bq[i]),
+            sha256(&bs[i]),
+            "{p}: bodies differ ({} vs {} bytes)",
+            bq[i].len(),
+            bs[i].len()
+        );
     }
     // Sizes are those the paths ask for (so an empty body on both sides
     // would not pass unnoticed).
@@ -244,7 +310,10 @@ fn bodies_identical_to_quicbench_and_interop() {
         assert_eq!(r["conns"][0]["transport"]["CongestionAlgo"], "cubic");
         assert!(r["conns"][0]["transport"]["PacketsSent"].as_i64().unwrap() > 0);
     }
-    assert_eq!(rs["conns"][0]["negotiated"]["Cipher"], "TLS_AES_128_GCM_SHA256");
+    assert_eq!(
+        rs["conns"][0]["negotiated"]["Cipher"],
+        "TLS_AES_128_GCM_SHA256"
+    );
 
     // Uploads: both servers count every byte (the client checks /upload's
     // report).
@@ -275,7 +344,11 @@ fn bodies_identical_to_quicbench_and_interop() {
         .arg("/page/30/1KB-20KB")
         .output()
         .unwrap();
-    assert!(out.status.success(), "quicbench fetch --page: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "quicbench fetch --page: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // The end of stdin stops the server.
     drop(qs.0.stdin.take());
@@ -284,14 +357,23 @@ fn bodies_identical_to_quicbench_and_interop() {
         if qs.0.try_wait().unwrap().is_some() {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the server did not stop at the end of its input");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server did not stop at the end of its input"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // Both sides wrote TLS secrets in the NSS format.
     let keys = std::fs::read_to_string(dir.join("keys.txt")).unwrap();
-    assert!(keys.lines().any(|l| l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")), "{keys}");
+    assert!(
+        keys.lines()
+            .any(|l| l.starts_with("CLIENT_TRAFFIC_SECRET_0 ")),
+        "{keys}"
+    );
     let ckeys = std::fs::read_to_string(dir.join("client-keys.txt")).unwrap();
-    assert!(ckeys.lines().any(|l| l.starts_with("SERVER_HANDSHAKE_TRAFFIC_SECRET ")));
+    assert!(ckeys
+        .lines()
+        .any(|l| l.starts_with("SERVER_HANDSHAKE_TRAFFIC_SECRET ")));
 }
 
 #[test]
@@ -299,7 +381,11 @@ fn every_congestion_control_runs_and_reports() {
     let dir = tempdir("cc");
     let (cert, key) = certificate(&dir);
     let site = site(&dir);
-    for (cc, name) in [("reno", "reno"), ("cubic", "cubic"), ("bbr", "bbr2_gcongestion")] {
+    for (cc, name) in [
+        ("reno", "reno"),
+        ("cubic", "cubic"),
+        ("bbr", "bbr2_gcongestion"),
+    ] {
         let (_s, port, ready) = start_quiche(&dir, &cert, &key, &site, cc);
         assert_eq!(ready["ready"]["cc"], name);
         let (r, b) = fetch(port, &cert, &["/bytes/1MB"], 0, &dir);
@@ -313,8 +399,16 @@ fn every_congestion_control_runs_and_reports() {
 #[test]
 fn bad_input_is_refused_clearly() {
     // An unusable request: exit 2 and a message.
-    let mut c = Command::new(CLIENT).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    c.stdin.take().unwrap().write_all(br#"{"host":"127.0.0.1","port":1,"paths":["/"],"congestion_control":"vegas"}"#).unwrap();
+    let mut c = Command::new(CLIENT)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"host":"127.0.0.1","port":1,"paths":["/"],"congestion_control":"vegas"}"#)
+        .unwrap();
     let out = c.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("vegas"));
@@ -323,18 +417,38 @@ fn bad_input_is_refused_clearly() {
     let dir = tempdir("bad");
     let (cert, key) = certificate(&dir);
     let conf = dir.join("c.json");
-    std::fs::write(&conf, serde_json::json!({"host":"127.0.0.1","cert":cert,"key":key,"cc":"vegas"}).to_string()).unwrap();
-    let out = Command::new(SERVER).arg("--config").arg(&conf).stdin(Stdio::null()).output().unwrap();
+    std::fs::write(
+        &conf,
+        serde_json::json!({"host":"127.0.0.1","cert":cert,"key":key,"cc":"vegas"}).to_string(),
+    )
+    .unwrap();
+    let out = Command::new(SERVER)
+        .arg("--config")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("vegas"));
     // A server that cannot be reached: the record says why, exit 0.
     let req = serde_json::json!({"host":"127.0.0.1","port":9,"paths":["/"],"handshake_timeout":0.5,"ca_pem":std::fs::read_to_string(&cert).unwrap()});
-    let mut c = Command::new(CLIENT).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
-    c.stdin.take().unwrap().write_all(req.to_string().as_bytes()).unwrap();
+    let mut c = Command::new(CLIENT)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(req.to_string().as_bytes())
+        .unwrap();
     let out = c.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(rec["error"].as_str().unwrap().contains("handshake"), "{rec}");
+    assert!(
+        rec["error"].as_str().unwrap().contains("handshake"),
+        "{rec}"
+    );
 }
 
 #[test]
