@@ -22,7 +22,9 @@ const UPLOAD_CHUNK: usize = 256 << 10;
 type SendRequest = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 /// Runs the sample `req` (already validated) and fills `rec`; returns the
-/// failure, if any, which the caller puts into the record's `error`.
+/// failure, if any, which the caller puts into the record's `error`. The
+/// requests stop at `req.timeout` from the clock's start (their records
+/// stay, as client.py's) and the connection is closed properly.
 pub async fn run(req: &ClientRequest, rec: &mut Record, clock: Clock) -> Result<(), String> {
     let cc = Cc::from_name("congestion_control", &req.congestion_control)?;
     let (max_data, max_stream_data) = req.windows();
@@ -157,7 +159,8 @@ async fn session(
         c.negotiated = Some(Negotiated::h3(&alpn, &negotiated_suite()));
     }
 
-    let result = requests(req, rec, clock, &conn).await;
+    let deadline = tokio::time::Instant::from_std(clock.origin() + Duration::from_secs_f64(req.timeout));
+    let result = requests(req, rec, clock, &conn, deadline).await;
     let done = rec.requests.iter().filter(|r| r.error.is_none() && r.end > 0).count();
     let c = &mut rec.conns[0];
     c.requests = done;
@@ -180,7 +183,13 @@ impl Progress {
     }
 }
 
-async fn requests(req: &ClientRequest, rec: &mut Record, clock: Clock, conn: &quinn::Connection) -> Result<(), String> {
+async fn requests(
+    req: &ClientRequest,
+    rec: &mut Record,
+    clock: Clock,
+    conn: &quinn::Connection,
+    deadline: tokio::time::Instant,
+) -> Result<(), String> {
     let (mut driver, send) = h3::client::builder()
         .build::<_, _, Bytes>(h3_quinn::Connection::new(conn.clone()))
         .await
@@ -189,16 +198,30 @@ async fn requests(req: &ClientRequest, rec: &mut Record, clock: Clock, conn: &qu
     let progress = Arc::new(Progress(AtomicI64::new(clock.now())));
     let ctx = Ctx { authority: req.authority(), req: Arc::new(req.clone()), clock, progress };
 
+    let total = || format!("timeout (total, {}s)", req.timeout);
+    // Cancels every request at the deadline, or once one failed.
+    let (cancel, cancelled) = tokio::sync::watch::channel(false);
+    let cancel = Arc::new(cancel);
+    let timer = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep_until(deadline).await;
+            let _ = cancel.send(true);
+        })
+    };
     let result = async {
         if req.warm {
             let mut warm = RequestRecord::new("/echo", 0);
-            one(&ctx, send.clone(), &mut warm, 0).await?;
+            let mut c = cancelled.clone();
+            tokio::select! {
+                r = one(&ctx, send.clone(), &mut warm, 0) => r?,
+                _ = c.wait_for(|c| *c) => return Err(total()),
+            }
         }
         let plan = req.plan();
         let slots: Arc<Mutex<Vec<Option<RequestRecord>>>> = Arc::new(Mutex::new(vec![None; plan.len()]));
         let queue: Arc<Mutex<VecDeque<(usize, String)>>> = Arc::new(Mutex::new(plan.into_iter().enumerate().collect()));
         rec.measure_start = clock.now();
-        let (cancel, cancelled) = tokio::sync::watch::channel(false);
         let mut workers = tokio::task::JoinSet::new();
         for _ in 0..req.parallelism() {
             let (ctx, send, slots, queue) = (ctx.clone(), send.clone(), slots.clone(), queue.clone());
@@ -218,7 +241,9 @@ async fn requests(req: &ClientRequest, rec: &mut Record, clock: Clock, conn: &qu
                     if let Some(Err(e)) = &res {
                         r.error = Some(e.clone());
                     }
-                    slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                    if r.start > 0 {
+                        slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+                    }
                     match res {
                         Some(Ok(())) => {}
                         Some(Err(e)) => return Err(e),
@@ -241,12 +266,16 @@ async fn requests(req: &ClientRequest, rec: &mut Record, clock: Clock, conn: &qu
             }
         }
         rec.measure_end = clock.now();
+        if first_err.is_none() && *cancelled.borrow() {
+            first_err = Some(total());
+        }
         rec.requests = slots.lock().unwrap_or_else(|e| e.into_inner()).drain(..).flatten().collect();
         first_err.map_or(Ok(()), Err)
     }
     .await;
     drop(send);
     drive.abort();
+    timer.abort();
     result
 }
 

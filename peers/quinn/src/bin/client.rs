@@ -52,7 +52,9 @@ fn main() -> ExitCode {
     rec.started_unix_ns =
         Some(SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i64));
     let clock = Clock::start();
-    let total = std::time::Duration::from_secs_f64(req.timeout);
+    // run() stops the requests at the timeout itself and closes the
+    // connection; this bounds the rest (resolving, closing) too.
+    let total = std::time::Duration::from_secs_f64(req.timeout) + std::time::Duration::from_secs(5);
     let result = rt.block_on(async {
         match tokio::time::timeout(total, qb_quinn::client::run(&req, &mut rec, clock)).await {
             Ok(r) => r,
