@@ -2,7 +2,7 @@
 //! prints them and `endpoint/peer.go` (readAioquic) reads them.
 //!
 //! ```text
-//! {"ready":{"version":"quinn 0.11.9","port":4433,"cc":"cubic","max_datagram_size":1452,"rcvbuf":14680064}}
+//! {"ready":{"version":"quinn 0.11.12","port":4433,"cc":"cubic","max_datagram_size":1452,"rcvbuf":14680064}}
 //! {"open":"10.0.0.1:53211"}
 //! {"end":"10.0.0.1:53211","stats":{"cc":"cubic","srtt_ms":20.3,...}}
 //! ```
@@ -16,7 +16,7 @@ use serde::Serialize;
 /// The `ready` line's object: what the server really runs with.
 #[derive(Debug, Clone, Serialize)]
 pub struct Ready {
-    /// The stack and its version ("quinn 0.11.9").
+    /// The stack and its version ("quinn 0.11.12").
     pub version: String,
     pub port: u16,
     /// The congestion control that runs.

@@ -39,7 +39,7 @@ impl Clock {
 /// The whole record.
 #[derive(Debug, Default, Serialize)]
 pub struct Record {
-    /// The stack and its version, e.g. "quinn 0.11.9".
+    /// The stack and its version, e.g. "quinn 0.11.12".
     pub version: String,
     pub config: RecordConfig,
     pub measure_start: i64,
