@@ -142,9 +142,9 @@ fn start_quicbench(qb: &Path, dir: &Path, site: &Path) -> (Proc, u16, PathBuf) {
         .stderr(Stdio::null())
         .spawn()
         .expect("starting quicbench serve");
-    let out = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut port = 0;
-    for line in out.lines() {
+    for line in lines.by_ref() {
         let line = line.unwrap();
         if let Some(rest) = line.trim().strip_prefix("QUIC/UDP") {
             let addr = rest.split_whitespace().next().unwrap();
@@ -153,6 +153,8 @@ fn start_quicbench(qb: &Path, dir: &Path, site: &Path) -> (Proc, u16, PathBuf) {
         }
     }
     assert!(port != 0, "quicbench serve printed no QUIC/UDP address");
+    // Keep reading: a Go program writing to a closed stdout dies of SIGPIPE.
+    std::thread::spawn(move || for _ in lines {});
     (Proc(child), port, ca)
 }
 
@@ -200,13 +202,14 @@ fn fetch(
     paths: &[&str],
     upload: u64,
     dir: &Path,
+    cc: &str,
 ) -> (serde_json::Value, Vec<Vec<u8>>) {
     let bodies = tempdir(&format!("bodies-{port}-{}", rand_tag()));
     let req = serde_json::json!({
         "host": "127.0.0.1", "port": port, "server_name": "localhost",
         "ca_pem": std::fs::read_to_string(ca).unwrap(),
         "paths": paths, "parallel": 4, "upload": upload, "timeout": 60.0,
-        "keylog": dir.join("client-keys.txt"),
+        "keylog": dir.join("client-keys.txt"), "congestion_control": cc,
     });
     let mut child = Command::new(CLIENT)
         .arg("--bodies")
@@ -279,8 +282,8 @@ fn bodies_identical_to_quicbench_and_interop() {
         "/site/s/a.css",
         "/site/s/sub/blob.bin",
     ];
-    let (rq, bq) = fetch(qb_port, &qb_ca, &paths, 0, &dir);
-    let (rs, bs) = fetch(q_port, &cert, &paths, 0, &dir);
+    let (rq, bq) = fetch(qb_port, &qb_ca, &paths, 0, &dir, "cubic");
+    let (rs, bs) = fetch(q_port, &cert, &paths, 0, &dir, "cubic");
     assert!(
         rq.get("error").is_none(),
         "quiche client vs quicbench serve: {rq}"
@@ -319,7 +322,7 @@ fn bodies_identical_to_quicbench_and_interop() {
     // report).
     for port in [qb_port, q_port] {
         let ca = if port == qb_port { &qb_ca } else { &cert };
-        let (r, _) = fetch(port, ca, &["/upload", "/upload"], 2_000_000, &dir);
+        let (r, _) = fetch(port, ca, &["/upload", "/upload"], 2_000_000, &dir, "");
         assert!(r.get("error").is_none(), "upload to port {port}: {r}");
         assert_eq!(r["requests"][0]["upload_bytes"], 2_000_000);
         assert!(r["requests"][0]["server_upload_ns"].as_i64().unwrap() > 0);
@@ -388,7 +391,7 @@ fn every_congestion_control_runs_and_reports() {
     ] {
         let (_s, port, ready) = start_quiche(&dir, &cert, &key, &site, cc);
         assert_eq!(ready["ready"]["cc"], name);
-        let (r, b) = fetch(port, &cert, &["/bytes/1MB"], 0, &dir);
+        let (r, b) = fetch(port, &cert, &["/bytes/1MB"], 0, &dir, cc);
         assert!(r.get("error").is_none(), "{cc}: {r}");
         assert_eq!(b[0].len(), 1_000_000);
         assert_eq!(r["config"]["congestion_control"], name);
