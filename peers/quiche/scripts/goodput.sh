@@ -20,10 +20,14 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyou
 pids+=($!); qbpid=$!
 printf '{"host":"127.0.0.1","port":0,"cert":"%s","key":"%s","cc":"cubic","socket_buffer":7340032}' \
 	"$W/cert.pem" "$W/key.pem" > "$W/conf.json"
-sleep 3600 | "$B/qb-quiche-server" --config "$W/conf.json" > "$W/q.out" &
-pids+=($!)
-sleep 2
-qspid=$(pgrep -n -f "qb-quiche-server --config $W/conf.json")
+# The server's stdin is a fifo this script holds open: it stops when the
+# script exits.
+mkfifo "$W/in"
+"$B/qb-quiche-server" --config "$W/conf.json" < "$W/in" > "$W/q.out" &
+qspid=$!
+pids+=($qspid)
+exec 9> "$W/in"
+for _ in $(seq 300); do [ -s "$W/q.out" ] && grep -q 'QUIC/UDP' "$W/qb.out" && break; sleep 0.1; done
 qbport=$(grep -o 'QUIC/UDP *127.0.0.1:[0-9]*' "$W/qb.out" | grep -o '[0-9]*$')
 qport=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["ready"]["port"])' "$W/q.out")
 cpu() { awk '{print ($14+$15)*10}' "/proc/$1/stat"; } # ms (USER_HZ 100)
