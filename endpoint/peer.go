@@ -417,7 +417,7 @@ func (s programStats) transport() model.TransportStats {
 	s.Cwnd, s.Ssthresh, s.PacketsSent, s.PacketsLost, s.BytesLost, s.PTOCount =
 		count(s.Cwnd), count(s.Ssthresh), count(s.PacketsSent), count(s.PacketsLost), count(s.BytesLost), count(s.PTOCount)
 	return model.TransportStats{
-		Kind: "quic", Side: "server", CongestionAlgo: s.CC,
+		Kind: "quic", Side: "server", CongestionAlgo: model.CCName(s.CC),
 		SmoothedRTTms: s.SRTTms, RTTVarms: s.RTTVarms, MinRTTms: s.MinRTTms,
 		CwndBytes: s.Cwnd, SsthreshBytes: s.Ssthresh,
 		PacketsSent: s.PacketsSent, PacketsLost: s.PacketsLost,
@@ -472,7 +472,7 @@ func (p *PeerServer) RunProgram(ctx context.Context, argv, env []string, conf Pr
 		}
 	}
 	p.SetInfo(r.Port, v, map[string]string{
-		"cc":                r.CC,
+		"cc":                model.CCName(r.CC),
 		"max_datagram_size": strconv.Itoa(r.MaxDatagramSize),
 		"max_data":          strconv.Itoa(conf.MaxData),
 		"max_stream_data":   strconv.Itoa(conf.MaxStreamData),

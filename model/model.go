@@ -10,6 +10,7 @@
 package model
 
 import (
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
@@ -40,6 +41,21 @@ const DefaultCC = "cubic"
 // that name); a QUIC stack runs it when it can choose, else its own (its
 // stack's CC in package peers says which).
 var CongestionControls = []string{DefaultCC, "bbr", "reno"}
+
+// CCName returns the plan's name of a congestion control algorithm that a
+// stack reports under a name of its own: quiche's "bbr2_gcongestion" and
+// "bbr2" are its BBR (plan name "bbr"), "newreno" is "reno". Other names
+// are returned as they are, lower-cased.
+func CCName(reported string) string {
+	switch s := strings.ToLower(reported); s {
+	case "bbr2", "bbr2_gcongestion", "bbrv2", "bbrv1":
+		return "bbr"
+	case "newreno", "new_reno":
+		return "reno"
+	default:
+		return s
+	}
+}
 
 // CCLabel names a congestion control algorithm for readers: "Cubic",
 // "BBR", "NewReno" (what the kernel's "reno" and the QUIC stacks' Reno

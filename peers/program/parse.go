@@ -98,6 +98,7 @@ func parse(name string, out []byte, want int, cpu endpoint.CPUTime) (*endpoint.F
 		}
 		if c.Transport != nil {
 			ct.Transport = *c.Transport
+			ct.Transport.CongestionAlgo = model.CCName(ct.Transport.CongestionAlgo)
 		}
 		fr.Conns = append(fr.Conns, ct)
 	}
