@@ -167,7 +167,7 @@ func StartPeer(ctx context.Context, cfg PeerConfig) (*PeerServer, error) {
 	if cfg.KeyLogFile != "" && !st.KeyLog {
 		return nil, fmt.Errorf("endpoint: %s writes no TLS key log: run it without --keylog", cfg.Impl)
 	}
-	if len(cfg.Paths) > 0 && st.Server.Launch != peers.LaunchFiles {
+	if len(cfg.Paths) > 0 && st.Server.Launch != peers.LaunchFiles && st.Server.Launch != peers.LaunchCommand {
 		return nil, fmt.Errorf("endpoint: %s generates every path itself: give it no paths to write", cfg.Impl)
 	}
 	for name, dir := range cfg.Sites {
@@ -719,9 +719,15 @@ func (p *PeerServer) NamespaceCC() (string, error) {
 	if want == "" || want == have {
 		return have, nil
 	}
-	self, err1 := os.Readlink("/proc/self/ns/net")
-	init, err2 := os.Readlink("/proc/1/ns/net")
-	if err1 != nil || err2 != nil || self == init {
+	self, err1 := os.Readlink("/proc/thread-self/ns/net")
+	// The host's namespace is init's; where /proc/1 is closed to us (a
+	// sandbox), the parent's: a testbed's server is started by the runner,
+	// which stays in the host's namespace, through nsenter(1), which execs.
+	host, err2 := os.Readlink("/proc/1/ns/net")
+	if err2 != nil {
+		host, err2 = os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/net")
+	}
+	if err1 != nil || err2 != nil || self == host {
 		return "", fmt.Errorf("endpoint: %s cannot choose its sockets' congestion control, and the default here is %s, not %s; "+
 			"quicbench changes the default only inside a network namespace of its own (a testbed): run with --cc %s or without --cc", p.cfg.Impl, have, want, have)
 	}
