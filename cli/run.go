@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/report"
 	"github.com/quicbench/quicbench/runner"
@@ -65,7 +66,8 @@ func newRunCmd(env *Env) *cobra.Command {
 		quick, quiet, jsonl, lines, noReport, quicEvents bool
 		seed                                             uint64
 		maxSamples, maxIter, parallel                    int
-		precision, shardArg, minEffect                   string
+		precision, shardArg, minEffect, stacksFile       string
+		allowCommands                                    bool
 		captureArg, captureSnap, captureLimit            string
 	)
 	cmd := &cobra.Command{
@@ -106,7 +108,16 @@ At the end a terminal summary is printed and an HTML report is written next to t
 			if parallel < 0 || parallel > plan.MaxParallelSetting {
 				return Usage(fmt.Errorf("--parallel %d: want 1..%d testbeds at once (0: the plan's parallel, else 1)", parallel, plan.MaxParallelSetting), "")
 			}
-			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents, Parallel: parallel, Shard: shard}
+			opts := runner.Options{Exe: env.Exe, Progress: env.Stderr, Log: env.Stderr, KeyLogDir: keylog, QlogDir: qlog, MaxSamples: maxSamples, QUICEvents: quicEvents, Parallel: parallel, Shard: shard, AllowCommands: allowCommands}
+			var userStacks []*peers.Stack
+			if stacksFile != "" {
+				// the user names the file: its commands may run
+				var err error
+				if userStacks, err = plan.LoadStacks(stacksFile); err != nil {
+					return Usage(fmt.Errorf("--stacks: %w", err), "a YAML list of stacks: name, command, roles, protocols (docs/plan-format.md, \"Stacks of your own\")")
+				}
+				opts.AllowCommands = true
+			}
 			var err error
 			if opts.Capture, err = captureFlags(captureArg, captureSnap, captureLimit); err != nil {
 				return err
@@ -131,8 +142,8 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				}
 			}
 			if resume != "" {
-				if planArg != "" || quick || cmd.Flags().Changed("seed") || precision != "" || maxIter != 0 {
-					return Usage(errors.New("--resume continues the stored plan: do not give --plan, --quick, --seed, --precision or --max-iterations"), "")
+				if planArg != "" || quick || cmd.Flags().Changed("seed") || precision != "" || maxIter != 0 || stacksFile != "" {
+					return Usage(errors.New("--resume continues the stored plan: do not give --plan, --quick, --seed, --precision, --max-iterations or --stacks"), "the stored plan's stacks run again with --allow-commands")
 				}
 				opts.Resume, opts.DB = true, resume
 			} else {
@@ -142,6 +153,14 @@ At the end a terminal summary is printed and an HTML report is written next to t
 				p, err := loadPlan(planArg)
 				if err != nil {
 					return err
+				}
+				if len(userStacks) > 0 {
+					if cmds := peers.Commands(p.Stacks()); len(cmds) > 0 && !allowCommands {
+						return Usage(fmt.Errorf("the plan declares stacks of its own too (%s): --stacks allows only its file's commands", strings.Join(cmds, "; ")), "add --allow-commands if you trust the plan's")
+					}
+					if p, err = p.WithStacks(userStacks); err != nil {
+						return Usage(err, "")
+					}
 				}
 				if quick {
 					if p, err = p.Quick(); err != nil {
@@ -192,6 +211,8 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.StringVar(&captureLimit, "capture-limit", "", "the most the run's captures hold, e.g. 2GB (default 1GB); later samples' captures hold no packets")
 	f.BoolVar(&quicEvents, "quic-events", false, "record quic-go's per-packet events (QUIC PTO counts, congestion events, retransmissions) at a CPU cost for QUIC")
 	f.IntVar(&parallel, "parallel", 0, "testbeds taking samples at once (default: the plan's parallel, else 1; at most 8 per CPU); a resumed run may use another")
+	f.BoolVar(&allowCommands, "allow-commands", false, "run the commands of the contract stacks the plan declares (stacks:): they run as root, so only a plan you trust (quicbench plans validate lists them)")
+	f.StringVar(&stacksFile, "stacks", "", "a local file of contract stacks (a YAML list: name, command, roles, protocols) the plan may choose as server: or client:; naming it allows their commands")
 	f.StringVar(&shardArg, "shard", "", "run only shard K of N of the plan (K/N, e.g. 3/16; merge the shards' databases with quicbench merge)")
 	f.IntVar(&maxSamples, "max-samples", 0, "stop after this many samples (the run stays resumable)")
 	_ = f.MarkHidden("max-samples")

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,7 @@ func newServeCommand(env *Env) *cobra.Command {
 		port, plainPort                                                     int
 		names, sites, protocols, paths                                      []string
 		control, noEvents                                                   bool
+		contractDecl                                                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -70,6 +72,21 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cc = ccFlag(env, cmd, cc)
+			if contractDecl != "" {
+				// the runner's contract stack: declared here too
+				var d peers.ContractDecl
+				if err := json.Unmarshal([]byte(contractDecl), &d); err != nil {
+					return Usage(fmt.Errorf("--contract: %v", err), "quicbench run passes a contract stack's declaration as JSON")
+				}
+				st, err := peers.Contract(d, "/", "serve --contract")
+				if err == nil {
+					err = peers.Declare(st)
+				}
+				if err != nil {
+					return Usage(err, "quicbench run passes a contract stack's declaration as JSON")
+				}
+				impl = st.Name
+			}
 			if keyLog == "" && !control && env.Getenv != nil {
 				// As curl and browsers do. Not for a server the runner
 				// drives (--control): the run decides what its servers log.
@@ -182,6 +199,7 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
 	f.StringVar(&impl, "impl", peers.Own, "server implementation: "+strings.Join(peers.Servers(), ", ")+" (docs/peers.md)")
 	f.StringArrayVar(&paths, "path", nil, "with --impl of a server of files: a URL path to write to disk before it starts, /bytes/N or /page/N/S (repeatable)")
+	f.StringVar(&contractDecl, "contract", "", "run a contract stack's server: its declaration as JSON (name, absolute command, roles, protocols), as quicbench run passes it (docs/plan-format.md, \"Stacks of your own\")")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
 }
@@ -271,7 +289,7 @@ func servePeer(ctx context.Context, env *Env, cfg endpoint.ServerConfig, pf peer
 	if !ok {
 		return Usage(fmt.Errorf("--impl %q: unknown server implementation", pf.impl), "implementations: "+strings.Join(peers.Servers(), ", "))
 	}
-	if len(pf.paths) > 0 && st.Server.Launch != peers.LaunchFiles {
+	if len(pf.paths) > 0 && st.Server.Launch != peers.LaunchFiles && st.Server.Launch != peers.LaunchCommand {
 		return Usage(fmt.Errorf("--path is for a server of files, not %s", pf.impl), pf.impl+" generates every path itself")
 	}
 	if cfg.FilesDir != "" {

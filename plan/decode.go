@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -1070,4 +1071,41 @@ func (d *decoder) stacks(n *yaml.Node) []*peers.Stack {
 		out = append(out, st)
 	}
 	return out
+}
+
+// LoadStacks reads a file of contract stacks (a YAML list of name,
+// command, roles and protocols: what a plan's stacks: holds), declares
+// them in the registry and returns them: `quicbench run --stacks FILE`,
+// the user naming the file whose commands a run may execute.
+func LoadStacks(path string) ([]*peers.Stack, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: path, baseDir: filepath.Dir(abs)}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: abs, Line: 1, Column: 1}
+	stacks := d.stacks(n)
+	if len(d.errs) > 0 {
+		return nil, d.errs.sorted()
+	}
+	if len(stacks) == 0 {
+		return nil, fmt.Errorf("%s: no stacks", path)
+	}
+	return stacks, nil
+}
+
+// WithStacks returns the plan with contract stacks added to those it
+// declares (in its hash and its canonical text, so that a stored run says
+// what it ran); a name it declares already is an error.
+func (p *Plan) WithStacks(stacks []*peers.Stack) (*Plan, error) {
+	q := *p
+	q.d.stacks = slices.Clone(p.d.stacks)
+	for _, st := range stacks {
+		if slices.ContainsFunc(q.d.stacks, func(o *peers.Stack) bool { return o.Name == st.Name }) {
+			return nil, fmt.Errorf("stack %s is declared by the plan too", st.Name)
+		}
+		q.d.stacks = append(q.d.stacks, st)
+	}
+	q.source = nil
+	return &q, nil
 }

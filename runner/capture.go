@@ -42,7 +42,8 @@ func (r *run) setupCapture(ctx context.Context) error {
 	if len(c.spec.Kinds) == 0 && (c.spec.Snap != 0 || c.spec.Limit != 0) {
 		return errors.New("a capture snap length or limit without a capture: add --capture (or capture: pcap to the plan)")
 	}
-	c.wire = c.spec.Pcap() || r.opts.WireTiming
+	// a contract client's samples are timed on the wire
+	c.wire = c.spec.Pcap() || r.opts.WireTiming || usesContractClients(r.cells)
 	if c.spec.Pcap() {
 		used, err := r.db.RunEvidenceBytes(ctx, r.runRec.ID, model.EvidenceCapture)
 		if err != nil {

@@ -59,11 +59,11 @@ func serverPort(impl string) int {
 }
 
 // servesFiles reports whether a server serves files written before it
-// starts (peers.LaunchFiles), so that the runner passes it the paths its
-// cells request.
+// starts (a server of files, or a contract stack's from /www), so that the
+// runner passes it the paths its cells request.
 func servesFiles(impl string) bool {
 	st, ok := peers.ServerStack(impl)
-	return ok && st.Server.Launch == peers.LaunchFiles
+	return ok && (st.Server.Launch == peers.LaunchFiles || st.Server.Launch == peers.LaunchCommand)
 }
 
 // dirSlash reports whether a server answers a page's document only at its

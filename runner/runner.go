@@ -64,6 +64,12 @@ type Options struct {
 	// WireTiming runs the emulator's tap without keeping captures, for the
 	// samples' wire_* metrics (TTFB and goodput as the packets show them).
 	WireTiming bool
+	// AllowCommands lets the run execute the commands of the contract
+	// stacks its plan declares (docs/plan-format.md, "Stacks of your
+	// own"): quicbench runs as root, so a plan that declares a command is
+	// code, run only when the user says so. Without it such a plan is
+	// refused before anything runs.
+	AllowCommands bool
 	// Shard, when set (K of N), runs only the blocks of the plan's schedule
 	// that plan.Plan.Shards(N) puts in shard K, each with the pairing and
 	// seeds of the whole run, and records the shard with the run, so that
@@ -143,6 +149,26 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	}
 	defer r.db.Close()
 	steps := Schedule(r.cells, r.runRec.Seed)
+	if unsupported, err := r.unsupportedCells(ctx); err != nil {
+		return nil, err
+	} else if len(unsupported) > 0 {
+		kept := steps[:0]
+		noted := map[string]bool{}
+		for _, s := range steps {
+			why, skip := unsupported[s.Cell.ID]
+			if !skip {
+				kept = append(kept, s)
+				continue
+			}
+			if msg := fmt.Sprintf("cell %s skipped: %s", s.Cell.Key, why); !noted[msg] {
+				noted[msg] = true
+				if err := r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, msg); err != nil {
+					return nil, err
+				}
+			}
+		}
+		steps = kept
+	}
 	if !r.shard.IsZero() {
 		if steps, err = shardSteps(r.plan, steps, r.shard); err != nil {
 			return nil, err
@@ -286,6 +312,13 @@ func (r *run) open(ctx context.Context) error {
 			return fmt.Errorf("%s: run %d is already complete; nothing to resume", r.opts.DB, rec.ID)
 		}
 		p, err := plan.Parse(rec.PlanName+".yaml", []byte(rec.PlanText))
+		if err == nil {
+			r.plan = p
+			if err := r.checkCommands(); err != nil {
+				db.Close()
+				return err
+			}
+		}
 		if err != nil {
 			db.Close()
 			return fmt.Errorf("%s: the stored plan no longer parses with this quicbench: %w", r.opts.DB, err)
@@ -338,6 +371,10 @@ func (r *run) open(ctx context.Context) error {
 	}
 	if _, err := os.Stat(r.opts.DB); err == nil {
 		return fmt.Errorf("%s already exists: continue it with --resume, or choose another file with -o", r.opts.DB)
+	}
+	r.plan = r.opts.Plan
+	if err := r.checkCommands(); err != nil {
+		return err
 	}
 	cells, err := r.opts.Plan.Expand()
 	if err != nil {

@@ -74,6 +74,11 @@ func (r *slot) serverArgs(impl, cc string) ([]string, error) {
 	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
 	if impl != model.ServerQuicbench {
 		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPort(impl)))
+		ca, err := contractArgs(impl)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, ca...)
 		if servesFiles(impl) {
 			for _, p := range r.filePaths(impl) {
 				args = append(args, "--path", p)
@@ -134,6 +139,11 @@ func (r *slot) reviveServer(ctx context.Context, c *model.Cell, it int) error {
 func (r *slot) useServer(ctx context.Context, impl, cc string) error {
 	if r.srv != nil && r.srv.info.Impl == impl && r.cc == cc {
 		return nil
+	}
+	if r.srv != nil && r.srv.info.Impl != impl && isCommandServer(r.srv.info.Impl) {
+		// contract servers all listen on port 443: never parked
+		r.srv.close()
+		r.srv = nil
 	}
 	if r.srv != nil && r.srv.info.Impl != impl {
 		if r.parked == nil {
@@ -236,6 +246,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
 			CAPEM: info.CAPEM, SPKI: info.SPKI, DirSlash: dirSlash(c.ServerImpl()),
 		},
+		Contract: clientDecl(c.Client),
 	}
 
 	if r.capt != nil {
@@ -305,6 +316,9 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
 	s.Warnings = append(s.Warnings, w.warnings(c, up, down, s, res)...)
 
+	if s.Metrics[workload.WireTimed] == 1 {
+		wireMetrics(c, s, sc, res.Bytes)
+	}
 	if v, ok := s.Metrics[c.Metric]; ok {
 		s.Value = v
 	} else if s.Status == model.StatusOK {

@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -66,6 +67,9 @@ type Spec struct {
 	// read-only.
 	Mounts   map[string]string `json:"mounts"`
 	ReadOnly []string          `json:"read_only"`
+	// NetNS, when set, is a network namespace (a /proc/PID/fd/N path)
+	// the command runs in instead of its parent's.
+	NetNS string `json:"netns,omitempty"`
 }
 
 // Env returns the contract's environment for role, testcase and requests
@@ -120,6 +124,19 @@ var contractNames = []string{"www", "downloads", "certs", "logs"}
 // /logs; the command starts in its own directory.
 func Enter(spec Spec) error {
 	fail := func(format string, args ...any) error { return fmt.Errorf("contract: "+format, args...) }
+	// the namespace, the mounts and the exec on one thread: setns applies
+	// to the calling thread, which the exec makes the command's
+	runtime.LockOSThread()
+	if spec.NetNS != "" {
+		fd, err := unix.Open(spec.NetNS, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fail("network namespace %s: %v", spec.NetNS, err)
+		}
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			return fail("enter the network namespace %s: %v", spec.NetNS, err)
+		}
+		_ = unix.Close(fd)
+	}
 	root := spec.Root
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fail("a tmpfs for the root at %s: %v", root, err)
