@@ -51,6 +51,10 @@ type cmpRow struct {
 	Band                         string // where the effect's interval lies against the band
 	Verdict, Class               string
 	Notes                        []string
+	// CC states the congestion controls the two sides ran
+	// (stats.Comparison.Controllers), CCDiffers when the algorithms differ.
+	CC        string
+	CCDiffers bool
 	Why                          []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
@@ -305,7 +309,8 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.
 				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Effect: effectText(c), Paired: paired, HL: hl,
 				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
 				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP), Band: bandText(c),
-				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
+				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c),
+				CC: c.Controllers(), CCDiffers: c.Controllers() != "" && !c.MatchedCC()})
 		}
 	}
 }
