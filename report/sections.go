@@ -55,7 +55,7 @@ type cmpRow struct {
 	// (stats.Comparison.Controllers), CCDiffers when the algorithms differ.
 	CC        string
 	CCDiffers bool
-	Why                          []string // transport medians of A / B
+	Why       []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
 	Worst, WorstClass string
