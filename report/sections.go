@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"strings"
 
@@ -55,7 +56,11 @@ type cmpRow struct {
 	// (stats.Comparison.Controllers), CCDiffers when the algorithms differ.
 	CC        string
 	CCDiffers bool
-	Why       []string // transport medians of A / B
+	// EvidenceA and EvidenceB link the evidence files of each side's
+	// samples (Options.Evidence), nil when they kept none.
+	EvidenceA, EvidenceB []evidenceLink
+	EvidenceCommand      string // Options.EvidenceCommand
+	Why                  []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
 	Worst, WorstClass string
@@ -142,7 +147,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 		}
 	}
 	tv.Legend = swatches(testProtocols(t))
-	tablesFor(tv, t, an.Config, ids)
+	tablesFor(tv, t, an.Config, ids, opts)
 	heatmaps(tv, t, opts)
 	bars(tv, t)
 	sel := selectGroups(tv, t, opts.MaxGroupCharts)
@@ -266,7 +271,7 @@ func hasResources(t *stats.TestSet) bool {
 }
 
 // tablesFor fills the results (study C), transport and comparison tables.
-func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.Comparison]string) {
+func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.Comparison]string, opts Options) {
 	for _, g := range t.Groups {
 		ref := refCell(g)
 		for i, cs := range g.Cells {
@@ -310,7 +315,8 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.
 				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
 				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP), Band: bandText(c),
 				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c),
-				CC: c.Controllers(), CCDiffers: c.Controllers() != "" && !c.MatchedCC()})
+				CC: c.Controllers(), CCDiffers: c.Controllers() != "" && !c.MatchedCC(),
+				EvidenceA: evidenceLinks(c.A, opts), EvidenceB: evidenceLinks(c.B, opts), EvidenceCommand: opts.EvidenceCommand})
 		}
 	}
 }
@@ -940,4 +946,29 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 			tv.Heatmaps = append(tv.Heatmaps, heatmapChart(title, caption, xf, xv, yf, yv, cells))
 		}
 	}
+}
+
+// evidenceLink is one sample's evidence in a comparison's details: a link
+// to its directory and its files' names.
+type evidenceLink struct {
+	Text, Href, Files string
+}
+
+// evidenceLinks links the evidence of the cell's counted samples, by
+// iteration, where Options.EvidenceDir has them once quicbench evidence
+// --all wrote them.
+func evidenceLinks(cs *stats.CellStats, opts Options) []evidenceLink {
+	if len(opts.Evidence) == 0 {
+		return nil
+	}
+	var out []evidenceLink
+	for _, s := range cs.Samples {
+		names := opts.Evidence[s.ID]
+		if len(names) == 0 {
+			continue
+		}
+		dir := path.Join(opts.EvidenceDir, fmt.Sprintf("sample-%d", s.ID))
+		out = append(out, evidenceLink{Text: fmt.Sprintf("#%d (it %d)", s.ID, s.Iteration), Href: dir + "/", Files: strings.Join(names, ", ")})
+	}
+	return out
 }
