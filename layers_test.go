@@ -33,7 +33,7 @@ type layer struct {
 var layers = []layer{
 	{name: "emulator", prefixes: []string{"emu"}, stdOnly: true},
 	{name: "vocabulary", prefixes: []string{"model"}, imports: []string{"emulator"}, stdOnly: true},
-	{name: "plumbing", prefixes: []string{"internal", "tun", "peers"}, imports: []string{"vocabulary", "emulator"}},
+	{name: "plumbing", prefixes: []string{"internal", "tun", "peers", "har"}, imports: []string{"vocabulary", "emulator"}},
 	{name: "testbed", prefixes: []string{"forward", "netns"}, imports: []string{"plumbing", "vocabulary", "emulator"}},
 	{name: "endpoints", prefixes: []string{"endpoint", "browser", "firefox", "lighthouse"}, imports: []string{"plumbing", "vocabulary"}},
 	{name: "plans and results", prefixes: []string{"plan", "store", "stats", "competing"}, imports: []string{"plumbing", "vocabulary", "emulator"}},
