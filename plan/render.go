@@ -82,6 +82,10 @@ func (p *Plan) render() []byte {
 	}
 	top.add("cc", oneOrList(d.ccs, false))
 	top.add("timeout", scalar(formatDuration(p.Timeout)))
+	if d.missingBodies == MissingFill {
+		// Only when filling: plans without recorded pages keep their text.
+		top.add("missing_bodies", scalar(MissingFill))
+	}
 
 	scen := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, s := range d.scenarios {
