@@ -23,13 +23,15 @@ import (
 // and the priming load when warm).
 func browserLoader() workload.BrowserLoader {
 	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := browser.NewSession(ctx, browser.Options{
+		opts := browser.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
 			SPKIHash:     req.Target.SPKI,
 			Timeout:      req.Timeout,
 			DisableCache: true,
-		})
+		}
+		replayChromium(req, &opts) // replay_agent.go
+		s, err := browser.NewSession(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

@@ -16,13 +16,15 @@ import (
 // HTTP/3 from its first request.
 func firefoxLoader() workload.BrowserLoader {
 	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := firefox.NewSession(ctx, firefox.Options{
+		opts := firefox.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
 			CAPEM:        []byte(req.Target.CAPEM),
 			Timeout:      req.Timeout,
 			DisableCache: true,
-		})
+		}
+		replayFirefox(req, &opts) // replay_agent.go
+		s, err := firefox.NewSession(ctx, opts)
 		if err != nil {
 			return nil, err
 		}

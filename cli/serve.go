@@ -33,7 +33,7 @@ func serverOps() string {
 
 func newServeCommand(env *Env) *cobra.Command {
 	var (
-		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl string
+		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl, replaySpec string
 		port, plainPort                                                     int
 		names, sites, protocols, paths                                      []string
 		control, noEvents                                                   bool
@@ -123,6 +123,9 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 			if len(paths) > 0 {
 				return Usage(fmt.Errorf("--path is for --impl caddy"), "quicbench's own server generates every path")
 			}
+			if err := serveReplay(&cfg, replaySpec); err != nil { // serve_replay.go
+				return err
+			}
 			if keyLog != "" {
 				f, err := openKeyLog(keyLog)
 				if err != nil {
@@ -171,6 +174,7 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
 	f.StringVar(&impl, "impl", peers.Quicbench, "server implementation: "+strings.Join(peers.Impls, ", ")+" (docs/peers.md)")
 	f.StringArrayVar(&paths, "path", nil, "with --impl caddy: a URL path to write to disk before Caddy starts, /bytes/N or /page/N/S (repeatable)")
+	f.StringVar(&replaySpec, "replay", "", "also replay recorded pages: a replay spec (JSON, written by quicbench run; docs/plan-format.md) naming the HAR files and each origin's address")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
 }

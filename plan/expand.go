@@ -694,7 +694,7 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 			if why := comboBrowserUnsupported(def, combo, client); why != "" {
 				candidates, reasons = nil, append(reasons, why)
 			}
-			if why := harClientUnsupported(factorValue(combo, "site"), client); why != "" && candidates != nil {
+			if why := harClientUnsupported(factorValue(combo, "site"), factorValue(combo, "connection"), client); why != "" && candidates != nil {
 				if t.clients != nil {
 					candidates, reasons = nil, append(reasons, why)
 				} else {

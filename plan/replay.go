@@ -110,10 +110,16 @@ func harServerUnsupported(site, server string) string {
 	return fmt.Sprintf("only quicbench's own server replays recorded pages (site %s)", site)
 }
 
-// harClientUnsupported says why a client cannot load a HAR site.
-func harClientUnsupported(site, client string) string {
-	if !IsHARSite(site) || client != model.ClientLighthouse {
+// harClientUnsupported says why a client cannot load a HAR site with
+// connection conn.
+func harClientUnsupported(site, conn, client string) string {
+	switch {
+	case !IsHARSite(site):
 		return ""
+	case client == model.ClientLighthouse:
+		return "the lighthouse client does not load recorded pages (its browser would need the replay's host mapping)"
+	case client == model.ClientBuiltin && conn == ConnWarm:
+		return "the built-in client loads recorded pages cold only"
 	}
-	return "the lighthouse client does not load recorded pages (its browser would need the replay's host mapping)"
+	return ""
 }

@@ -95,6 +95,13 @@ func (r *slot) serverArgs(impl, cc string) ([]string, error) {
 	for _, s := range sortedValues(r.sites) {
 		args = append(args, "--site", s)
 	}
+	if impl == model.ServerQuicbench {
+		ra, err := r.replayServerArgs() // runner/replay.go
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, ra...)
+	}
 	if r.opts.KeyLogDir != "" {
 		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
 			return nil, err
@@ -253,6 +260,10 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		},
 	}
 
+	replaying, err := r.replayBegin(c, &req) // runner/replay.go
+	if err != nil {
+		return nil, err
+	}
 	var w window
 	w.before = r.snapshot(false)
 	w.start = time.Now()
@@ -312,6 +323,9 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	cpuMetrics(s.Metrics, s.CPU, res.Bytes, !res.ClientCPUUnavailable, srvCPU, s.Status == model.StatusOK)
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
 	s.Warnings = append(s.Warnings, w.warnings(c, up, down, s, res)...)
+	if replaying {
+		r.replayEnd(s, c.Protocol)
+	}
 
 	if v, ok := s.Metrics[c.Metric]; ok {
 		s.Value = v

@@ -55,6 +55,8 @@ type Request struct {
 	QUICEvents bool          `json:"quic_events"`
 	Target     Target        `json:"target"`
 	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+	// Replay is set for a site sample of a recorded page (replay.go).
+	Replay *Replay `json:"replay,omitempty"`
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -119,6 +121,10 @@ type Executor struct {
 	ChromiumBench, FirefoxBench BrowserBench
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
+	// Resolve makes recorded host names resolve to their replay addresses
+	// for the browsers of a replay sample; nil installs the mapping with
+	// package hostmap (in the agent's own mount namespace).
+	Resolve func(hosts map[string]string) error
 }
 
 // Execute takes one sample. It never returns a nil Result: failures are
@@ -198,6 +204,12 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	}
 	if !slices.Contains(model.Protocols, req.Protocol) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
+	}
+	if req.Replay != nil {
+		if req.Test != plan.TestSite {
+			return nil, fmt.Errorf("a recorded page is loaded by the site test, not %s", req.Test)
+		}
+		return e.replaySample(ctx, req)
 	}
 	if model.IsBrowser(req.Client) {
 		if r.path == nil && req.Client != model.ClientLighthouse {
@@ -378,5 +390,8 @@ func (e *Executor) browserSample(ctx context.Context, req Request, r run) (*Resu
 		return nil, errors.New("client lighthouse measures cold loads only, not connection warm")
 	}
 	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + r.path(req.Params)
+	if req.Replay != nil {
+		u = req.Replay.PageURL
+	}
 	return load(ctx, req, u)
 }

@@ -53,6 +53,9 @@ const (
 type Options struct {
 	// Missing is MissingRefuse (the default when empty) or MissingFill.
 	Missing string
+	// IndexOnly indexes the entries without decoding or compressing their
+	// bodies: enough for a layout and the page's URLs, not for serving.
+	IndexOnly bool
 }
 
 // MissingError is the refusal of an archive whose entries lack bodies
@@ -98,6 +101,7 @@ type Archive struct {
 // entry is one recorded response, ready to serve.
 type entry struct {
 	index  int // in the archive
+	url    string
 	method string
 	host   string // lower case, no port
 	port   int
@@ -144,7 +148,7 @@ func Prepare(name string, h *har.HAR, opts Options) (*Archive, error) {
 		if !he.Served() {
 			continue
 		}
-		e, err := newEntry(i, he)
+		e, err := newEntry(i, he, !opts.IndexOnly)
 		if err != nil {
 			return nil, fmt.Errorf("replay: %s: entry %d (%s): %w", name, i, he.Request.URL, err)
 		}
@@ -167,18 +171,36 @@ func Prepare(name string, h *har.HAR, opts Options) (*Archive, error) {
 			a.ips[e.host] = append(a.ips[e.host], ip)
 		}
 	}
-	a.precompress()
+	if !opts.IndexOnly {
+		a.precompress()
+	}
 	return a, nil
 }
 
-// newEntry prepares one served entry.
-func newEntry(i int, he *har.Entry) (*entry, error) {
+// URLs returns the URLs of the served entries, the document first, then
+// the others in the order they started (each URL once).
+func (a *Archive) URLs() []string {
+	out := []string{a.PageURL}
+	seen := map[string]bool{a.PageURL: true}
+	for _, e := range a.entries {
+		u := e.url
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// newEntry prepares one served entry (with its body when bodies is set).
+func newEntry(i int, he *har.Entry, bodies bool) (*entry, error) {
 	u, err := url.Parse(he.Request.URL)
 	if err != nil {
 		return nil, err
 	}
 	e := &entry{
 		index:  i,
+		url:    he.Request.URL,
 		method: strings.ToUpper(he.Request.Method),
 		host:   strings.ToLower(u.Hostname()),
 		uri:    requestURI(u),
@@ -209,7 +231,7 @@ func newEntry(i int, he *har.Entry) (*entry, error) {
 	if ce, ok := har.Header(he.Response.Headers, "Content-Encoding"); ok {
 		e.enc = knownEncoding(ce)
 	}
-	if he.HasBody() {
+	if he.HasBody() && bodies {
 		body, ok := he.Response.Content.Body()
 		missing, _ := he.MissingBytes()
 		if !ok || missing > 0 {

@@ -336,7 +336,7 @@ func TestHeadersDropped(t *testing.T) {
 		{Name: "nel", Value: "{}"}, {Name: "set-cookie", Value: "a=1"}, {Name: "bad", Value: "x\x01y"},
 	}}}
 	e.Response.Content.SetBody([]byte("hello"))
-	en, err := newEntry(0, &e)
+	en, err := newEntry(0, &e, true)
 	if err != nil {
 		t.Fatal(err)
 	}
