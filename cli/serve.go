@@ -33,11 +33,12 @@ func serverOps() string {
 
 func newServeCommand(env *Env) *cobra.Command {
 	var (
-		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl, replaySpec string
+		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl string
 		port, plainPort                                                     int
 		names, sites, protocols, paths                                      []string
 		control, noEvents                                                   bool
 	)
+	var replaySpec string // --replay (serve_replay.go)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the quicbench server: HTTP/1.1, HTTP/2, HTTP/3, cleartext HTTP/1.1, raw TCP+TLS and raw QUIC",

@@ -31,8 +31,8 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
-	"github.com/quicbench/quicbench/endpoint/replay"
 	"github.com/quicbench/quicbench/endpoint/raw"
+	"github.com/quicbench/quicbench/endpoint/replay"
 	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"

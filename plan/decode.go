@@ -40,7 +40,7 @@ type doc struct {
 	clientPos         pos
 	scenarios         []scenDoc
 	tests             []testDoc
-	resolved          bool // a relative path was resolved against the plan's directory
+	resolved          bool   // a relative path was resolved against the plan's directory
 	missingBodies     string // missing_bodies: "" (refuse), MissingRefuse or MissingFill
 	// harNotes are what the plan's HAR sites hold, one note each, in the
 	// order the plan names them (checked files only).
@@ -133,7 +133,7 @@ type decoder struct {
 	file     string
 	baseDir  string // "" = do not resolve or check paths
 	errs     ErrorList
-	resolved bool // a relative path was made absolute
+	resolved bool     // a relative path was made absolute
 	missing  string   // the plan's missing_bodies, for checking HAR sites
 	harNotes []string // what the HAR sites hold (doc.harNotes)
 	harSeen  map[string]bool

@@ -8,8 +8,8 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/child"
-	"github.com/quicbench/quicbench/internal/hostmap"
 	"github.com/quicbench/quicbench/internal/control"
+	"github.com/quicbench/quicbench/internal/hostmap"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/workload"
 )
