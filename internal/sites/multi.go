@@ -308,3 +308,31 @@ func pageHAR(s PageShape, doc []byte, res []genRes) (*har.HAR, error) {
 	}
 	return h, h.Check()
 }
+
+// ChainPage generates the page of the physics check: a document on the
+// first of origins origins (3 or more), one small object on each other
+// origin: a style sheet on the second, which pulls a background image
+// from the third, and an image on each of the rest. A browser opens its
+// connections in three rounds, each after the previous one's response:
+// the document's, then the style sheet's and the images' (in parallel),
+// then the background image's.
+func ChainPage(origins int) (*har.HAR, error) {
+	if origins < 3 || origins > MaxPageOrigins {
+		return nil, fmt.Errorf("chain page: %d origins (allowed 3..%d)", origins, MaxPageOrigins)
+	}
+	rng := rand.New(rand.NewPCG(uint64(origins), 0xc4a1))
+	img := func() []byte {
+		b, _ := pngOfSize(rng, 2000)
+		return b
+	}
+	res := []genRes{
+		{origin: 1, path: "/style.css", kind: "css", enc: "gzip"},
+		{origin: 2, path: "/bg.png", kind: "bgimg", body: img()},
+	}
+	res[0].body = []byte(fmt.Sprintf("body{margin:0}\n.bg0{background-image:url(%s);width:160px;height:90px}\n", absURL(2, "/bg.png")))
+	for o := 3; o < origins; o++ {
+		res = append(res, genRes{origin: o, path: fmt.Sprintf("/img%d.png", o), kind: "img", body: img()})
+	}
+	s := PageShape{Name: fmt.Sprintf("chain-%d", origins), Origins: origins, Requests: origins}
+	return pageHAR(s, pageHTML(s, res, 1), res)
+}

@@ -2,6 +2,7 @@ package sites
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,23 @@ func TestBuildPageBadShape(t *testing.T) {
 		if _, err := BuildPage(s); err == nil {
 			t.Errorf("%+v: no error", s)
 		}
+	}
+}
+
+func TestChainPage(t *testing.T) {
+	h, err := ChainPage(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := h.Summarize()
+	if s.Served != 6 || s.Origins != 6 {
+		t.Fatalf("%+v", s)
+	}
+	css, _ := h.Log.Entries[1].Response.Content.Body()
+	if h.Log.Entries[1].Request.URL != "https://cdn.news.example/style.css" || !strings.Contains(string(css), "https://static.cdnhost.example/bg.png") {
+		t.Fatalf("style sheet %s: %s", h.Log.Entries[1].Request.URL, css)
+	}
+	if _, err := ChainPage(2); err == nil {
+		t.Fatal("2 origins accepted")
 	}
 }
