@@ -278,8 +278,9 @@ func (h *HAR) Check() error {
 	if len(l.Entries) == 0 {
 		return &Error{Entry: -1, Field: "log.entries", Msg: "no entries: the archive records no request"}
 	}
+	var buf []byte
 	for i := range l.Entries {
-		if err := l.Entries[i].check(); err != nil {
+		if err := l.Entries[i].check(&buf); err != nil {
 			err.Entry = i
 			return err
 		}
@@ -287,7 +288,8 @@ func (h *HAR) Check() error {
 	return nil
 }
 
-func (e *Entry) check() *Error {
+// check checks one entry; buf is scratch space for decoding base64.
+func (e *Entry) check(buf *[]byte) *Error {
 	bad := func(field, format string, a ...any) *Error {
 		return &Error{Field: field, Msg: fmt.Sprintf(format, a...)}
 	}
@@ -315,7 +317,7 @@ func (e *Entry) check() *Error {
 		return bad("response.content.encoding", "%q: only base64 (or none) is defined", c.Encoding)
 	}
 	if c.Encoding == "base64" && c.Text != nil {
-		if _, err := decodeBase64(*c.Text); err != nil {
+		if err := checkBase64(*c.Text, buf); err != nil {
 			return bad("response.content.text", "not base64: %v", err)
 		}
 	}
@@ -337,6 +339,49 @@ func decodeBase64(s string) ([]byte, error) {
 		return b, nil
 	}
 	return base64.RawStdEncoding.DecodeString(strings.TrimRight(s, "="))
+}
+
+// checkBase64 reports whether s decodes as decodeBase64 decodes it,
+// decoding into *buf (grown as needed) instead of allocating.
+func checkBase64(s string, buf *[]byte) error {
+	if strings.ContainsAny(s, "\r\n") {
+		_, err := decodeBase64(s)
+		return err
+	}
+	enc := base64.StdEncoding
+	if len(s)%4 != 0 {
+		enc = base64.RawStdEncoding
+		s = strings.TrimRight(s, "=")
+	}
+	if n := enc.DecodedLen(len(s)); cap(*buf) < n {
+		*buf = make([]byte, n)
+	}
+	_, err := enc.Decode((*buf)[:cap(*buf)], []byte(s))
+	return err
+}
+
+// BodyLen returns the length of the body the archive holds, without
+// decoding it when it can, and whether it holds one.
+func (c *Content) BodyLen() (int64, bool) {
+	if c.Text == nil {
+		return 0, false
+	}
+	t := *c.Text
+	if c.Encoding != "base64" {
+		return int64(len(t)), true
+	}
+	if strings.ContainsAny(t, "\r\n") || len(t)%4 != 0 {
+		b, ok := c.Body()
+		return int64(len(b)), ok
+	}
+	n := int64(len(t) / 4 * 3)
+	switch {
+	case strings.HasSuffix(t, "=="):
+		n -= 2
+	case strings.HasSuffix(t, "="):
+		n--
+	}
+	return n, true
 }
 
 // Body returns the response body the archive holds (decoded from base64

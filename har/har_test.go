@@ -116,3 +116,19 @@ func TestReadErrors(t *testing.T) {
 		t.Errorf("file error %v does not name the file", err)
 	}
 }
+
+func TestBodyLen(t *testing.T) {
+	for _, b := range [][]byte{{}, {1}, {1, 2}, {1, 2, 3}, {0, 1, 2, 3, 4}, []byte("text body")} {
+		var c Content
+		c.SetBody(b)
+		n, ok := c.BodyLen()
+		if !ok || n != int64(len(b)) {
+			t.Errorf("%q: BodyLen %d %v", b, n, ok)
+		}
+	}
+	wrapped := "AAEC\nAwQ="
+	c := Content{Text: &wrapped, Encoding: "base64"}
+	if n, ok := c.BodyLen(); !ok || n != 5 {
+		t.Errorf("wrapped base64: %d %v", n, ok)
+	}
+}

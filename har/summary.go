@@ -68,14 +68,14 @@ func (e *Entry) MissingBytes() (missing int64, truncated bool) {
 	}
 	c := &e.Response.Content
 	size := c.Size
-	body, ok := c.Body()
+	n, ok := c.BodyLen()
 	if !ok {
 		if size <= 0 {
 			size = e.Response.BodySize // some exporters leave content.size 0
 		}
 		return max(size, 0), false
 	}
-	if n := int64(len(body)); size > n {
+	if size > n {
 		return size - n, true
 	}
 	return 0, false
@@ -102,8 +102,8 @@ func (h *HAR) Summarize() Summary {
 			addrs[a] = true
 		}
 		size := e.Response.Content.Size
-		if body, ok := e.Response.Content.Body(); ok && int64(len(body)) > size {
-			size = int64(len(body))
+		if n, ok := e.Response.Content.BodyLen(); ok && n > size {
+			size = n
 		}
 		if size > 0 {
 			s.Bytes += size
