@@ -66,6 +66,7 @@ type recEntry struct {
 	endTS    cdp.MonotonicTime
 	encoded  float64 // bytes received, headers included
 	bodySize float64 // body bytes before decoding
+	decoded  int64   // body bytes after decoding
 	order    int
 }
 
@@ -114,6 +115,7 @@ func (r *recorder) event(ev any) {
 	case *network.EventDataReceived:
 		if re := r.live[e.RequestID]; re != nil {
 			re.bodySize += float64(e.EncodedDataLength)
+			re.decoded += e.DataLength
 		}
 	case *network.EventLoadingFinished:
 		if re := r.live[e.RequestID]; re != nil && !re.done {
@@ -150,21 +152,17 @@ func (r *recorder) quietFor(d time.Duration) bool {
 	return !r.loaded.IsZero() && r.inflight <= 0 && time.Since(r.lastNet) >= d && time.Since(r.loaded) >= d
 }
 
-// record loads u in the session's tab and records it.
-func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.HAR, error) {
-	if ro.Quiet <= 0 {
-		ro.Quiet = DefaultRecordQuiet
-	}
-	lctx, cancel := context.WithTimeout(s.bctx, s.opts.Timeout)
-	defer cancel()
-	stop := context.AfterFunc(ctx, cancel)
-	defer stop()
-	rec := &recorder{live: map[network.RequestID]*recEntry{}}
+// startRecording starts collecting the tab's network events (with the
+// DevTools buffers raised, so that bodies stay readable) until stop.
+func (s *Session) startRecording(ctx context.Context) (rec *recorder, stop func(), err error) {
+	lctx, cancel := context.WithCancel(s.bctx)
+	rec = &recorder{live: map[network.RequestID]*recEntry{}}
 	if err := chromedp.Listen(lctx, rec.event); err != nil {
-		return nil, fmt.Errorf("browser: record: %w", err)
+		cancel()
+		return nil, nil, fmt.Errorf("browser: recording: %w", err)
 	}
 	total, per := int64(recBufferTotal), int64(recBufferResource)
-	err := chromedp.Do(lctx,
+	err = chromedp.Do(lctx,
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 			_, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{MaxTotalBufferSize: &total, MaxResourceBufferSize: &per})
 			return err
@@ -175,8 +173,26 @@ func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.
 		}),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("browser: record: enabling network events: %w", err)
+		cancel()
+		return nil, nil, fmt.Errorf("browser: recording: enabling network events: %w", err)
 	}
+	return rec, cancel, nil
+}
+
+// record loads u in the session's tab and records it.
+func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.HAR, error) {
+	if ro.Quiet <= 0 {
+		ro.Quiet = DefaultRecordQuiet
+	}
+	lctx, cancel := context.WithTimeout(s.bctx, s.opts.Timeout)
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	rec, stopRec, err := s.startRecording(lctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stopRec()
 	if _, err := chromedp.Run(lctx, chromedp.NavigateResponse(u)); err != nil {
 		return nil, s.loadError(ctx, lctx, u, err)
 	}
@@ -188,8 +204,22 @@ func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.
 		}
 	}
 	title, _ := chromedp.Run(lctx, chromedp.Evaluate[string]("document.title"))
+	h, err := s.recorded(lctx, rec, title, ro, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(h.Log.Entries) == 0 {
+		return nil, fmt.Errorf("browser: record %s: no request was recorded", u)
+	}
+	return h, nil
+}
+
+// recorded turns what rec collected into an archive, reading the bodies
+// when bodies is set.
+func (s *Session) recorded(ctx context.Context, rec *recorder, title string, ro RecordOptions, bodies bool) (*har.HAR, error) {
 	rec.mu.Lock()
 	entries := append([]*recEntry(nil), rec.entries...)
+	firstTS, firstW, dclTS, loadTS := rec.firstTS, rec.firstW, rec.dclTS, rec.loadTS
 	rec.mu.Unlock()
 	h := &har.HAR{Log: har.Log{
 		Version: "1.2",
@@ -198,17 +228,17 @@ func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.
 	}}
 	ms := func(a, b cdp.MonotonicTime) float64 { return (b.Float64() - a.Float64()) * 1000 }
 	pt := har.PageTimings{}
-	if rec.dclTS > 0 {
-		v := ms(rec.firstTS, rec.dclTS)
+	if dclTS > 0 && firstTS > 0 {
+		v := ms(firstTS, dclTS)
 		pt.OnContentLoad = &v
 	}
-	if rec.loadTS > 0 {
-		v := ms(rec.firstTS, rec.loadTS)
+	if loadTS > 0 && firstTS > 0 {
+		v := ms(firstTS, loadTS)
 		pt.OnLoad = &v
 	}
-	h.Log.Pages = []har.Page{{StartedDateTime: har.Time(rec.firstW), ID: "page_1", Title: title, PageTimings: pt}}
+	h.Log.Pages = []har.Page{{StartedDateTime: har.Time(firstW), ID: "page_1", Title: title, PageTimings: pt}}
 	for _, re := range entries {
-		e, ok, err := s.recEntry(lctx, re)
+		e, ok, err := s.recEntry(ctx, re, bodies)
 		if err != nil {
 			return nil, err
 		}
@@ -216,11 +246,22 @@ func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.
 			h.Log.Entries = append(h.Log.Entries, e)
 		}
 	}
-	if len(h.Log.Entries) == 0 {
-		return nil, fmt.Errorf("browser: record %s: no request was recorded", u)
-	}
 	sort.SliceStable(h.Log.Entries, func(i, j int) bool { return h.Log.Entries[i].StartedDateTime < h.Log.Entries[j].StartedDateTime })
 	return h, nil
+}
+
+// settle waits until no recorded request is in flight, for at most d.
+func (r *recorder) settle(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		r.mu.Lock()
+		n := r.inflight
+		r.mu.Unlock()
+		if n <= 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func orDefault(s, d string) string {
@@ -233,7 +274,7 @@ func orDefault(s, d string) string {
 // recEntry turns a recorded request into a HAR entry, reading its body;
 // ok is false for what a HAR does not hold (data: and other non-HTTP
 // URLs).
-func (s *Session) recEntry(ctx context.Context, re *recEntry) (har.Entry, bool, error) {
+func (s *Session) recEntry(ctx context.Context, re *recEntry, bodies bool) (har.Entry, bool, error) {
 	pu, err := url.Parse(re.req.URL)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") {
 		return har.Entry{}, false, nil
@@ -282,6 +323,11 @@ func (s *Session) recEntry(ctx context.Context, re *recEntry) (har.Entry, bool, 
 		e.Response.Content.MimeType += "; charset=" + r.Charset
 	}
 	if !re.done || re.failed != "" || !e.HasBody() {
+		return e, true, nil
+	}
+	if !bodies {
+		e.Response.Content.Size = re.decoded
+		e.Response.Content.Comment = "body not kept"
 		return e, true, nil
 	}
 	body, err := chromedp.Run(ctx, func(ctx context.Context, t *chromedp.Target) (network.GetResponseBodyResult, error) {

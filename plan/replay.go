@@ -76,7 +76,7 @@ func (p *Plan) MissingBodies() string {
 // the message is the problem ("" when none) and the note what the plan
 // should know.
 func harCheck(site string, s har.Summary, policy string) (problem, note string) {
-	note = fmt.Sprintf("site %s: %d entries to replay from %d origins (%d skipped), %d bytes", site, s.Served, s.Origins, s.Skipped, s.Bytes)
+	note = fmt.Sprintf("site %s: %d entries to replay from %d %s (%d skipped), %d bytes", site, s.Served, s.Origins, pluralWord(s.Origins, "origin", "origins"), s.Skipped, s.Bytes)
 	if s.Missing == 0 {
 		return "", note
 	}
