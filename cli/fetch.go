@@ -41,6 +41,8 @@ func newFetchCommand(env *Env) *cobra.Command {
 		jsonOut, zeroRTT, resume bool
 		caPEM                    []byte
 	)
+	var harFile *string // --har, --har-bodies (fetch_har.go)
+	var harBodies *bool
 	cmd := &cobra.Command{
 		Use:   "fetch URL-or-PATH...",
 		Short: "Request resources from a quicbench server over one protocol and show what was measured",
@@ -105,11 +107,12 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 				return fetchChromium(cmd, env, chromiumFetch{
 					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
 					serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
+					har: harFile, harBodies: harBodies,
 				})
 			case fetchClientFirefox:
 				return fetchFirefox(cmd, env, chromiumFetch{
 					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
-					spki: spki, jsonOut: jsonOut, timeout: spec.Timeout,
+					spki: spki, jsonOut: jsonOut, timeout: spec.Timeout, har: harFile,
 				})
 			case fetchClientAioquic:
 				if spec.Proto != model.ProtoH3 {
@@ -207,6 +210,7 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 	f.BoolVar(&zeroRTT, "0rtt", false, "as --resume, sending requests in 0-RTT (h3 and quic only: Go has no TLS early data over TCP)")
 	f.BoolVar(&spec.Verify, "verify", false, "check every byte of /bytes and raw bodies")
 	f.BoolVar(&jsonOut, "json", false, "print the full result as JSON")
+	harFile, harBodies = addHARFlags(cmd)
 	f.StringVar(&caFile, "ca", "", "trust this CA certificate (PEM), e.g. the file of quicbench serve --ca-out")
 	f.BoolVar(&spec.Insecure, "insecure", false, "do not verify the server certificate")
 	f.DurationVar(&spec.HandshakeTimeout, "handshake-timeout", endpoint.DefaultHandshakeTimeout, "limit for connection establishment")
@@ -350,6 +354,8 @@ type chromiumFetch struct {
 	args                                          []string
 	insecure, jsonOut                             bool
 	timeout                                       time.Duration
+	har                                           *string // --har: write the loads as a HAR file (fetch_har.go)
+	harBodies                                     *bool   // --har-bodies (chromium)
 }
 
 // fetchChromium loads each page in a fresh headless Chromium and prints
@@ -418,10 +424,17 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		}
 	}
 
+	archive := newHARCollector(o.har)
+	defer archive.write(env)
 	return loadPages(ctx, env, fetchClientChromium, o, scheme+"://"+addr, paths,
 		func(ctx context.Context, url string) (*browser.Result, error) {
 			opts.URL = url
-			return browser.Load(ctx, opts)
+			if archive == nil {
+				return browser.Load(ctx, opts)
+			}
+			res, h, err := browser.LoadHAR(ctx, opts, *o.harBodies)
+			archive.add(h)
+			return res, err
 		},
 		func(res *browser.Result, err error) error {
 			if errors.Is(err, browser.ErrNoBrowser) {
@@ -463,10 +476,20 @@ func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
 		}
 	}
+	if o.harBodies != nil && *o.harBodies {
+		return Usage(errors.New("--har-bodies is for --client chromium"), "Firefox's HAR holds sizes, not bodies")
+	}
+	archive := newHARCollector(o.har)
+	defer archive.write(env)
 	return loadPages(cmd.Context(), env, fetchClientFirefox, o, scheme+"://"+addr, paths,
 		func(ctx context.Context, url string) (*browser.Result, error) {
 			opts.URL = url
-			return firefox.Load(ctx, opts)
+			if archive == nil {
+				return firefox.Load(ctx, opts)
+			}
+			res, h, err := firefox.LoadHAR(ctx, opts)
+			archive.add(h)
+			return res, err
 		},
 		func(res *browser.Result, err error) error {
 			if errors.Is(err, firefox.ErrNoFirefox) || errors.Is(err, firefox.ErrNoCertutil) {
