@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -434,6 +433,3 @@ func firstNonNeg(vs ...float64) float64 {
 	}
 	return 0
 }
-
-// ErrNothingRecorded is returned when a recording holds no request.
-var ErrNothingRecorded = errors.New("browser: nothing recorded")

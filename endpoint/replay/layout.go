@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/quicbench/quicbench/har"
 )
@@ -267,19 +266,4 @@ func (l *Layout) check(archives []*Archive) error {
 		}
 	}
 	return nil
-}
-
-// HostRules renders a host-to-address mapping as lines of an /etc/hosts
-// file, sorted by host.
-func HostRules(m map[string]string) string {
-	hosts := make([]string, 0, len(m))
-	for h := range m {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
-	var b strings.Builder
-	for _, h := range hosts {
-		fmt.Fprintf(&b, "%s %s\n", m[h], h)
-	}
-	return b.String()
 }

@@ -246,7 +246,7 @@ func (o *Origins) serve(group int, w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "quicbench replay: no archive selected (serving "+strings.Join(o.names, ", ")+")", http.StatusServiceUnavailable)
 		return
 	}
-	os := o.origin(host)
+	ost := o.origin(host)
 	if g, ok := o.groupOf[host]; !ok || g != group {
 		o.st.Misrouted++
 	}
@@ -264,7 +264,7 @@ func (o *Origins) serve(group int, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o.st.Requests++
-	os.Requests++
+	ost.Requests++
 	if e.filled {
 		o.st.Filled++
 	}
@@ -293,7 +293,7 @@ func (o *Origins) serve(group int, w http.ResponseWriter, r *http.Request) {
 	n, _ := w.Write(body)
 	o.mu.Lock()
 	o.st.Bytes += int64(n)
-	os.Bytes += int64(n)
+	ost.Bytes += int64(n)
 	o.mu.Unlock()
 }
 
