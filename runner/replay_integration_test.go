@@ -142,7 +142,7 @@ func replayMetrics(m map[string]float64) string {
 const physicsPlan = `
 name: physics
 seed: 9
-iterations: 5
+iterations: 7
 warmup: true
 protocols: [h2, h3]
 client: chromium
@@ -168,13 +168,13 @@ tests:
 // is filled) and the link neither loses nor reorders, so nothing else
 // differs.
 //
-// Bound asserted: the difference of the medians of 5 paired loads
+// Bound asserted: the difference of the medians of 7 paired loads
 // (h2 - h3) lies within 0.5 to 1.5 times that, 75 to 225 ms. Half a round
 // trip per round either way absorbs what a busy 2-core machine adds:
 // rendering and script time is in both protocols' loads (and largely
 // cancels in paired medians), the emulator's delay error is sub-
 // millisecond, and a stall of the browser's main thread moves one load,
-// not the median of five. A bound of 1.5 round trips also catches the
+// not the median of seven. A bound of 1.5 round trips also catches the
 // opposite mistake, h2 paying a round trip more per connection than it
 // should (a TLS 1.2 handshake, or a resolver lookup across the link).
 func TestReplayPhysics(t *testing.T) {
@@ -221,7 +221,7 @@ func TestReplayPhysics(t *testing.T) {
 	diff := h2 - h3
 	t.Logf("load time medians: h2 %.1f ms %v, h3 %.1f ms %v; h2 - h3 = %.1f ms (%.2f round trips per round; expected 1)",
 		h2, plt["h2"], h3, plt["h3"], diff, diff/rtt/rounds)
-	if len(plt["h2"]) != 5 || len(plt["h3"]) != 5 {
+	if len(plt["h2"]) != 7 || len(plt["h3"]) != 7 {
 		t.Fatalf("samples %v", plt)
 	}
 	if diff < 0.5*rounds*rtt || diff > 1.5*rounds*rtt {
