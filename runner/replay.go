@@ -217,6 +217,7 @@ func (r *slot) replayEnd(s *model.Sample, proto string) {
 	m["replay_requests"] = float64(st.Requests)
 	m["replay_unmatched"] = float64(st.Unmatched)
 	m["replay_filled"] = float64(st.Filled)
+	m["replay_preflights"] = float64(st.Preflights)
 	m["replay_misrouted"] = float64(st.Misrouted)
 	m["replay_wrong_protocol"] = float64(st.WrongProtocol)
 	m["replay_bytes"] = float64(st.Bytes)

@@ -10,7 +10,9 @@
 // within a sample by the k-th recording of it, the last one again
 // after that); else, among the entries with the same method, host and
 // path, by the one whose query parameters match best; else by a 404 that
-// is counted.
+// is counted. A HEAD without a recording of its own gets the GET's
+// headers, and a CORS preflight (OPTIONS) without one is allowed (204),
+// since browsers' exports often leave preflights out.
 //
 // Bodies: a HAR stores them decoded, so the recorded Content-Length,
 // Transfer-Encoding and Content-Encoding are dropped, the body is sent

@@ -64,7 +64,7 @@ func decode(t testing.TB, enc string, b []byte) []byte {
 // serveAll serves archive a through one handler per group behind an
 // httptest server that routes by the request's host, and returns a client
 // function.
-func newTestOrigins(t *testing.T, archives ...*Archive) (*Origins, func(method, rawURL, acceptEncoding string) *http.Response) {
+func newTestOrigins(t *testing.T, archives ...*Archive) (*Origins, func(method, rawURL, acceptEncoding string, hdr ...string) *http.Response) {
 	t.Helper()
 	l, err := NewLayout(archives...)
 	if err != nil {
@@ -93,12 +93,15 @@ func newTestOrigins(t *testing.T, archives ...*Archive) (*Origins, func(method, 
 	t.Cleanup(srv.Close)
 	tr := &http.Transport{DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)
-	return o, func(method, rawURL, ae string) *http.Response {
+	return o, func(method, rawURL, ae string, hdr ...string) *http.Response {
 		u, _ := url.Parse(rawURL)
 		req, _ := http.NewRequest(method, srv.URL+u.RequestURI(), nil)
 		req.Host = u.Host
 		if ae != "" {
 			req.Header.Set("Accept-Encoding", ae)
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
 		}
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
@@ -362,4 +365,36 @@ func mustTime(s string) time.Time {
 		panic(err)
 	}
 	return t
+}
+
+func TestHeadAndPreflight(t *testing.T) {
+	e := har.Entry{StartedDateTime: "2026-01-01T00:00:00Z", Request: har.Request{Method: "GET", URL: "https://a.example/api"},
+		Response: har.Response{Status: 200, Headers: []har.NameValue{{Name: "Content-Type", Value: "application/json"}}}}
+	e.Response.Content.SetBody([]byte(`{"ok":true}`))
+	a, err := Prepare("h", &har.HAR{Log: har.Log{Version: "1.2", Entries: []har.Entry{e}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, get := newTestOrigins(t, a)
+	resp := get("HEAD", "https://a.example/api", "")
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || resp.ContentLength != 11 {
+		t.Errorf("HEAD: %d %v", resp.StatusCode, resp.Header)
+	}
+	resp = get("OPTIONS", "https://a.example/api", "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("OPTIONS without a preflight header: %d, want 404", resp.StatusCode)
+	}
+	resp = get("OPTIONS", "https://a.example/api", "", "Origin", "https://www.example", "Access-Control-Request-Method", "PUT",
+		"Access-Control-Request-Headers", "x-token")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://www.example" ||
+		resp.Header.Get("Access-Control-Allow-Methods") != "PUT" || resp.Header.Get("Access-Control-Allow-Headers") != "x-token" {
+		t.Errorf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+	st := o.End()
+	if st.Requests != 1 || st.Unmatched != 1 || st.Preflights != 1 {
+		t.Errorf("stats %+v", st)
+	}
 }

@@ -38,6 +38,9 @@ type Stats struct {
 	Requests  int `json:"requests"`
 	Unmatched int `json:"unmatched"`
 	Filled    int `json:"filled"`
+	// Preflights counts CORS preflight requests (OPTIONS) that no entry
+	// matched, answered with a 204 allowing what they asked.
+	Preflights int `json:"preflights,omitempty"`
 	// Misrouted counts requests that arrived at another address than
 	// their host's (its origin's): 0 when every origin is reached at its
 	// own address.
@@ -254,6 +257,33 @@ func (o *Origins) serve(group int, w http.ResponseWriter, r *http.Request) {
 		o.st.WrongProtocol++
 	}
 	e, err := a.match(method, host, uri, r.URL.Query(), o.seq)
+	if err != nil && method == http.MethodHead {
+		// A HEAD the page did not record: the GET's headers.
+		e, err = a.match(http.MethodGet, host, uri, r.URL.Query(), o.seq)
+	}
+	if err != nil && method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+		// A CORS preflight the export left out (browsers' exports often
+		// do): allow what is asked, so the request it precedes is
+		// answered from its recording.
+		o.st.Preflights++
+		o.mu.Unlock()
+		h := w.Header()
+		if origin := r.Header.Get("Origin"); origin != "" {
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Credentials", "true")
+			h.Set("Vary", "Origin")
+		} else {
+			h.Set("Access-Control-Allow-Origin", "*")
+		}
+		h.Set("Access-Control-Allow-Methods", r.Header.Get("Access-Control-Request-Method"))
+		if hs := r.Header.Get("Access-Control-Request-Headers"); hs != "" {
+			h.Set("Access-Control-Allow-Headers", hs)
+		}
+		h.Set("Access-Control-Max-Age", "600")
+		h.Set("Timing-Allow-Origin", "*")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if err != nil {
 		o.st.Unmatched++
 		if len(o.st.UnmatchedURLs) < maxUnmatchedURLs {
