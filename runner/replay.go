@@ -235,6 +235,7 @@ func (r *slot) replayEnd(s *model.Sample, proto string) {
 	if st.Unmatched > 0 {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("replay: %d requests matched no recorded entry (404): %s", st.Unmatched, strings.Join(st.UnmatchedURLs, ", ")))
 	}
+	s.Timelines = append(s.Timelines, originSeries(st)...)
 	if s.Status != model.StatusOK {
 		return
 	}
@@ -261,4 +262,37 @@ func metricProto(alpn string) string {
 		return "h1"
 	}
 	return alpn
+}
+
+// The timeline kinds of a replayed sample's origins: one series per
+// origin (Label "HOST ADDRESS") of requests answered and of body bytes
+// sent, and one per origin and protocol (Label "HOST ADDRESS PROTOCOL") of
+// connections; each holds one point at T = 0.
+const (
+	SeriesReplayRequests = "replay_requests"
+	SeriesReplayBytes    = "replay_bytes"
+	SeriesReplayConns    = "replay_conns"
+)
+
+// originSeries is what each origin served, as timelines (the store keeps
+// any kind; the report draws none of these).
+func originSeries(st replay.Stats) []model.Series {
+	var out []model.Series
+	one := func(kind, label string, v float64) {
+		out = append(out, model.Series{Kind: kind, Label: label, Points: []model.Point{{T: 0, V: v}}})
+	}
+	for _, o := range st.Origins {
+		label := o.Host + " " + o.Addr
+		one(SeriesReplayRequests, label, float64(o.Requests))
+		one(SeriesReplayBytes, label, float64(o.Bytes))
+		protos := make([]string, 0, len(o.Conns))
+		for p := range o.Conns {
+			protos = append(protos, p)
+		}
+		slices.Sort(protos)
+		for _, p := range protos {
+			one(SeriesReplayConns, label+" "+p, float64(o.Conns[p]))
+		}
+	}
+	return out
 }

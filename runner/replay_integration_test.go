@@ -13,6 +13,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
 )
@@ -104,6 +105,21 @@ func TestReplayOverTestbed(t *testing.T) {
 			if r.Protocol != alpn[c.Protocol] {
 				t.Errorf("%s: resource %s used %q", c.Key, r.Name, r.Protocol)
 			}
+		}
+		origins, conns := map[string]bool{}, 0.0
+		for _, se := range s.Timelines {
+			switch se.Kind {
+			case runner.SeriesReplayRequests:
+				origins[se.Label] = true
+			case runner.SeriesReplayConns:
+				if !strings.HasSuffix(se.Label, " "+alpn[c.Protocol]) {
+					t.Errorf("%s: connections %s", c.Key, se.Label)
+				}
+				conns += se.Points[0].V
+			}
+		}
+		if len(origins) != 6 || conns != m["replay_connections"] {
+			t.Errorf("%s: per-origin timelines: %d origins, %v connections; want 6 and %v", c.Key, len(origins), conns, m["replay_connections"])
 		}
 		t.Logf("%s: plt %.0f ms, fcp %.0f ms, %s", c.Key, s.Value, m["fcp_ms"], replayMetrics(m))
 	}
