@@ -194,8 +194,8 @@ func runReplay(ctx context.Context, env *Env, page string, o replayOpts, lf *Lin
 	}
 	defer func() { _ = ctl.Quit() }()
 	s := a.Summary
-	fmt.Fprintf(env.Stdout, "replaying %s: %d entries from %d origins on %d addresses (%d bytes), document %s\n",
-		page, s.Served, s.Origins, len(layout.Groups), s.Bytes, a.PageURL)
+	fmt.Fprintf(env.Stdout, "replaying %s: %d entries from %s on %s (%d bytes), document %s\n",
+		page, s.Served, plural(s.Origins, "origin"), addresses(len(layout.Groups)), s.Bytes, a.PageURL)
 	if a.Summary.Missing > 0 {
 		fmt.Fprintf(env.Stdout, "  %d entries without a body filled with %d bytes (--missing-bodies fill)\n", s.Missing, s.MissingBytes)
 	}
@@ -404,4 +404,12 @@ func newPageGenCmd(env *Env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the HAR file to write")
 	return cmd
+}
+
+// addresses is "1 address" or "N addresses".
+func addresses(n int) string {
+	if n == 1 {
+		return "1 address"
+	}
+	return fmt.Sprintf("%d addresses", n)
 }

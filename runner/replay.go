@@ -90,7 +90,11 @@ func (r *run) addReplaySite(site string) (string, error) {
 		return "", fmt.Errorf("site %s: %w", site, err)
 	}
 	if s := a.Summary; s.Missing > 0 {
-		rp.notes = append(rp.notes, fmt.Sprintf("site %s: %d entries without a body (%d bytes) served with filler bytes of the recorded size (missing_bodies: fill)", site, s.Missing, s.MissingBytes))
+		what := "entries"
+		if s.Missing == 1 {
+			what = "entry"
+		}
+		rp.notes = append(rp.notes, fmt.Sprintf("site %s: %d %s without a body (%d bytes) served with filler bytes of the recorded size (missing_bodies: fill)", site, s.Missing, what, s.MissingBytes))
 	}
 	rp.sites = append(rp.sites, replay.SiteSpec{Name: name, HAR: file, Missing: policy})
 	rp.byParam[site] = name

@@ -135,7 +135,7 @@ func TestReplayOverTestbed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(w, "\n"), "1 entries without a body") {
+	if !strings.Contains(strings.Join(w, "\n"), "1 entry without a body") {
 		t.Errorf("run warnings %q do not say that a body was filled", w)
 	}
 }
