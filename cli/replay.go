@@ -46,6 +46,7 @@ type replayOpts struct {
 	missing string
 	timeout time.Duration
 	serve   bool
+	name    string // --serve: the testbed's name (testbed exec --name)
 }
 
 func newReplayCmd(env *Env) *cobra.Command {
@@ -94,6 +95,7 @@ runs in the client namespace with the recorded names mapped (its own mount names
 	f.StringVar(&o.missing, "missing-bodies", replay.MissingRefuse, "entries without a body: refuse, or fill them with bytes of the recorded size")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "the longest one page load may take")
 	f.BoolVar(&o.serve, "serve", false, "serve the replay until interrupted instead of loading it")
+	f.StringVar(&o.name, "name", "replay", "with --serve: the testbed's name, for quicbench testbed exec --name")
 	return cmd
 }
 
@@ -166,7 +168,12 @@ func runReplay(ctx context.Context, env *Env, page string, o replayOpts, lf *Lin
 	if err != nil {
 		return err
 	}
-	tb, err := netns.New(ctx, netns.Config{Up: up, Down: down, Seed: lf.Seed, CC: lf.CC})
+	cfg := netns.Config{Up: up, Down: down, Seed: lf.Seed, CC: lf.CC}
+	if o.serve && len(command) == 0 {
+		// Served by hand: other tools enter the namespaces by name.
+		cfg.Name, cfg.Persist = o.name, true
+	}
+	tb, err := netns.New(ctx, cfg)
 	if err != nil {
 		return testbedError(err)
 	}
@@ -319,7 +326,7 @@ func serveReplayUntil(ctx context.Context, env *Env, tb *netns.Testbed, l *repla
 		return err
 	}
 	if len(command) == 0 {
-		fmt.Fprintf(env.Stdout, "serving until interrupted (Ctrl-C); client namespace: %s\n", tb.NSName(netns.Client))
+		fmt.Fprintf(env.Stdout, "serving until interrupted (Ctrl-C); run a client with: quicbench testbed exec client --name %s -- COMMAND\n", tb.Name())
 		<-ctx.Done()
 		return nil
 	}
