@@ -12,8 +12,8 @@ import (
 // addHARFlags registers fetch's --har and --har-bodies.
 func addHARFlags(cmd *cobra.Command) (file *string, bodies *bool) {
 	file, bodies = new(string), new(bool)
-	cmd.Flags().StringVar(file, "har", "", "chromium, firefox: also write the page loads as a HAR 1.2 file (one page per load; each resource with the protocol it was checked with)")
-	cmd.Flags().BoolVar(bodies, "har-bodies", false, "chromium: keep the response bodies in the --har file")
+	cmd.Flags().StringVar(file, "har", "", "a browser client: also write the page loads as a HAR 1.2 file (one page per load; each resource with the protocol it was checked with)")
+	cmd.Flags().BoolVar(bodies, "har-bodies", false, "with --har: keep the response bodies too (a browser client that records them)")
 	return file, bodies
 }
 

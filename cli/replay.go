@@ -18,10 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/endpoint/replay"
-	"github.com/quicbench/quicbench/firefox"
 	"github.com/quicbench/quicbench/har"
 	"github.com/quicbench/quicbench/internal/child"
 	"github.com/quicbench/quicbench/internal/control"
@@ -29,6 +27,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
@@ -68,10 +67,10 @@ PAGE is a HAR file (quicbench record, or a browser's DevTools export) or a built
 ` + strings.Join(sites.PageNames(), ", ") + `.
 
 With --serve (or a COMMAND after --) nothing is loaded: the replay is served until Ctrl-C,
-the host mapping and the Chromium switches that use it are printed, and COMMAND, if given,
+the host mapping and each browser's settings that use it are printed, and COMMAND, if given,
 runs in the client namespace with the recorded names mapped (its own mount namespace).`,
 		Example: `  quicbench replay har-6x70 --link "delay 25ms 10ms loss 2%" --proto h2,h3 --loads 5
-  quicbench replay page.har --client firefox --proto h3
+  quicbench replay page.har --client builtin --proto h1,h2,h3
   quicbench replay page.har --missing-bodies fill --link "delay 50ms" -- curl -sk https://www.example.com/`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -90,7 +89,8 @@ runs in the client namespace with the recorded names mapped (its own mount names
 	lf = AddLinkFlags(cmd)
 	f := cmd.Flags()
 	f.StringSliceVar(&o.protos, "proto", []string{model.ProtoH3}, "protocols to load the page over, in order: h1, h2, h3 (comma-separated)")
-	f.StringVar(&o.client, "client", model.ClientChromium, "who loads the page: chromium, firefox or builtin")
+	clients := replayClients()
+	f.StringVar(&o.client, "client", clients[0], "who loads the page: "+strings.Join(clients, ", "))
 	f.IntVar(&o.loads, "loads", 1, "page loads per protocol")
 	f.StringVar(&o.missing, "missing-bodies", replay.MissingRefuse, "entries without a body: refuse, or fill them with bytes of the recorded size")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "the longest one page load may take")
@@ -145,8 +145,8 @@ func runReplay(ctx context.Context, env *Env, page string, o replayOpts, lf *Lin
 			return Usage(fmt.Errorf("--proto %q", p), "h1, h2 or h3")
 		}
 	}
-	if !slices.Contains([]string{model.ClientChromium, model.ClientFirefox, model.ClientBuiltin}, o.client) {
-		return Usage(fmt.Errorf("--client %q", o.client), "chromium, firefox or builtin")
+	if clients := replayClients(); !slices.Contains(clients, o.client) {
+		return Usage(fmt.Errorf("--client %q does not load recorded pages", o.client), strings.Join(clients, ", "))
 	}
 	if o.loads < 1 {
 		return Usage(fmt.Errorf("--loads %d", o.loads), "at least 1")
@@ -318,9 +318,13 @@ func printOrigins(w io.Writer, st replay.Stats) {
 func serveReplayUntil(ctx context.Context, env *Env, tb *netns.Testbed, l *replay.Layout, info endpoint.ServerInfo, command []string, dir string) error {
 	hosts := l.HostAddrs()
 	fmt.Fprintf(env.Stdout, "origins (host -> address):\n%s", hostmap.Hosts(hosts))
-	fmt.Fprintf(env.Stdout, "Chromium: --host-resolver-rules=%q --ignore-certificate-errors-spki-list=%s\n  for h3 also --origin-to-force-quic-on=%s\n",
-		browser.HostResolverRules(hosts), info.SPKI, strings.Join(l.Origins(), ","))
-	fmt.Fprintf(env.Stdout, "Firefox (h3): network.http.http3.alt-svc-mapping-for-testing=%q; names through /etc/hosts (run it as the COMMAND)\n", firefox.H3Mappings(l.Origins()))
+	impls := workload.Clients(workload.ClientEnv{Getenv: env.Getenv})
+	for _, name := range replayClients() {
+		st, ok := peers.ClientStack(name)
+		if impl := impls[name]; ok && impl.ReplayHint != nil {
+			fmt.Fprintf(env.Stdout, "%s: %s\n", st.LabelFor(""), impl.ReplayHint(hosts, l.Origins(), info.SPKI))
+		}
+	}
 	ca := filepath.Join(dir, "ca.pem")
 	if err := os.WriteFile(ca, []byte(info.CAPEM), 0o644); err != nil {
 		return err
@@ -411,6 +415,18 @@ func newPageGenCmd(env *Env) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the HAR file to write")
 	return cmd
+}
+
+// replayClients are the clients that load recorded pages: the registry's
+// browser clients (in its order), then the built-in client.
+func replayClients() []string {
+	var out []string
+	for _, name := range peers.Clients() {
+		if st, ok := peers.ClientStack(name); ok && st.Client.Kind == peers.KindBrowser {
+			out = append(out, name)
+		}
+	}
+	return append(out, model.ClientBuiltin)
 }
 
 // addresses is "1 address" or "N addresses".

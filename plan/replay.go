@@ -9,6 +9,7 @@ import (
 	"github.com/quicbench/quicbench/har"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // The policies for HAR entries without a body (a plan's missing_bodies).
@@ -111,15 +112,28 @@ func harServerUnsupported(site, server string) string {
 }
 
 // harClientUnsupported says why a client cannot load a HAR site with
-// connection conn.
+// connection conn ("" if it can): the built-in client (cold loads) and the
+// registry's browser clients load recorded pages; an audit client's
+// browser is its own and would not take the replay's host mapping, and
+// the other clients do not load pages.
 func harClientUnsupported(site, conn, client string) string {
-	switch {
-	case !IsHARSite(site):
+	if !IsHARSite(site) {
 		return ""
-	case client == model.ClientLighthouse:
-		return "the lighthouse client does not load recorded pages (its browser would need the replay's host mapping)"
-	case client == model.ClientBuiltin && conn == ConnWarm:
-		return "the built-in client loads recorded pages cold only"
+	}
+	if client == model.ClientBuiltin {
+		if conn == ConnWarm {
+			return "the built-in client loads recorded pages cold only"
+		}
+		return ""
+	}
+	st, ok := peers.ClientStack(client)
+	switch {
+	case !ok:
+		return ""
+	case st.Client.Kind == peers.KindAudit:
+		return fmt.Sprintf("the %s client does not load recorded pages (its browser would need the replay's host mapping)", client)
+	case st.Client.Kind != peers.KindBrowser:
+		return fmt.Sprintf("the %s client does not load recorded pages: the built-in client and the browsers do", client)
 	}
 	return ""
 }

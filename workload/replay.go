@@ -13,6 +13,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/hostmap"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -208,23 +209,27 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), port)
 }
 
-// replaySample takes a site sample of a recorded page.
-func (e *Executor) replaySample(ctx context.Context, req Request) (*Result, error) {
+// replaySample takes a site sample of a recorded page: in a browser client
+// of the registry (its loader sets the browser up for the replay's hosts
+// and origins from req.Replay) or with the built-in client.
+func (e *Executor) replaySample(ctx context.Context, req Request, r run, st *peers.Stack, impl ClientImpl) (*Result, error) {
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
 	}
-	if req.Params.Connection == plan.ConnWarm && !model.IsBrowser(req.Client) {
-		return nil, errors.New("replay: the built-in client loads recorded pages cold only (connection: cold)")
-	}
-	if model.IsBrowser(req.Client) {
-		if _, err := req.Replay.check(); err != nil {
-			return nil, err
+	if st == nil {
+		if req.Params.Connection == plan.ConnWarm {
+			return nil, errors.New("replay: the built-in client loads recorded pages cold only (connection: cold)")
 		}
-		if err := e.resolve(req.Replay.Hosts); err != nil {
-			return nil, fmt.Errorf("replay: name mapping for the browser: %w", err)
-		}
-		r := runs[req.Test]
-		return e.browserSample(ctx, req, r)
+		return e.replayBuiltin(ctx, req)
 	}
-	return e.replayBuiltin(ctx, req)
+	if st.Client.Kind != peers.KindBrowser {
+		return nil, fmt.Errorf("replay: client %s (a %s client) does not load recorded pages: the built-in client and the browsers do", req.Client, st.Client.Kind)
+	}
+	if _, err := req.Replay.check(); err != nil {
+		return nil, err
+	}
+	if err := e.resolve(req.Replay.Hosts); err != nil {
+		return nil, fmt.Errorf("replay: name mapping for the browser: %w", err)
+	}
+	return e.browserSample(ctx, req, r, st, impl)
 }
