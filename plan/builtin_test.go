@@ -49,8 +49,8 @@ var builtinCounts = map[string]Counts{
 	// latency scenarios x 2 protocols x 10 iterations, no warm-up.
 	"fairness": {Cells: 24, Samples: 176, Warmups: 0},
 	// Issue 27: 3 recorded pages x 2 networks x 2 protocols in Chromium,
-	// 20 loads each.
-	"recorded-pages": {Cells: 12, Samples: 240, Warmups: 12},
+	// 10 loads each.
+	"recorded-pages": {Cells: 12, Samples: 120, Warmups: 12},
 	// check-parallel's plan: 4 grid points x 3 pages x 3 protocols, 20
 	// iterations.
 	"parallel-check": {Cells: 36, Samples: 720, Warmups: 36},
