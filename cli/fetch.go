@@ -132,7 +132,13 @@ record.`,
 					return Usage(fmt.Errorf("--client %s (a %s client) fetches nothing by hand", client, st.Client.Kind), "clients: "+strings.Join(peers.Clients(), ", "))
 				}
 				peer, peerStack = impl, st
-			} else if spki != "" {
+			}
+			for _, name := range []string{"har", "har-bodies"} { // the browsers' (fetchPages)
+				if cmd.Flags().Changed(name) {
+					return Usage(fmt.Errorf("--%s does not apply to --client %s", name, client), "a HAR of page loads is written by a browser client (quicbench fetch --help)")
+				}
+			}
+			if client == model.ClientBuiltin && spki != "" {
 				return Usage(errors.New("--spki only applies to a browser client that takes a certificate pin"), "the built-in client verifies the certificate with --ca (or not at all with --insecure)")
 			}
 			a, paths, err := fetchTargets(addr, args)

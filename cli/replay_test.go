@@ -108,6 +108,9 @@ func TestReplayCLIErrors(t *testing.T) {
 		{[]string{"replay", "har-6x70", "--link", "delay 5 ms"}, "--link"},
 		{[]string{"record", "ftp://x/", "-o", "x.har"}, "not an http(s) URL"},
 		{[]string{"record", "https://example.com/"}, "no output file"},
+		{[]string{"record", "https://example.com/", "-o", filepath.Join(dir, "x.har"), "--client", "builtin"}, "does not record pages"},
+		{[]string{"fetch", "--client", "firefox", "--proto", "h2", "--har", filepath.Join(dir, "y.har"), "--har-bodies", "https://127.0.0.1:9/"}, "--har-bodies does not apply to --client firefox"},
+		{[]string{"fetch", "--proto", "h2", "--har", filepath.Join(dir, "y.har"), "https://127.0.0.1:9/"}, "--har"},
 	} {
 		code, _, errs := runCLI(t, c.args...)
 		if code != ExitUsage || !strings.Contains(errs, c.want) {
