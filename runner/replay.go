@@ -3,10 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -299,4 +301,24 @@ func originSeries(st replay.Stats) []model.Series {
 		}
 	}
 	return out
+}
+
+// replayCapturePorts adds the ports of the recorded origins (443 unless
+// their URLs say otherwise) to the server ports of a sample's capture, so
+// that its wire timing sees the flows of a replayed page; rp is nil for
+// any other sample.
+func replayCapturePorts(ri *requestInfo, rp *workload.Replay) *requestInfo {
+	if rp == nil {
+		return ri
+	}
+	for _, o := range rp.Origins {
+		_, p, err := net.SplitHostPort(o)
+		if err != nil {
+			continue
+		}
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 1<<16 && !slices.Contains(ri.ports, uint16(n)) {
+			ri.ports = append(ri.ports, uint16(n))
+		}
+	}
+	return ri
 }

@@ -264,7 +264,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		req.KeyLog = r.capt.clientKeys
 	}
 	var w window
-	sc := r.captureBegin(capturePorts(info.Port, info.PlainPort)) // runner/capture.go
+	sc := r.captureBegin(replayCapturePorts(capturePorts(info.Port, info.PlainPort), req.Replay)) // runner/capture.go, replay.go
 	defer sc.cleanup()
 	w.before = r.snapshot(false)
 	w.start = time.Now()
