@@ -5,7 +5,7 @@
 # (veth, plain forwarding) where one exists, because shared machines are noisy.
 #
 #   bash scripts/bench.sh            # everything (about 10 minutes on 2 cores)
-#   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, pipeline, capture
+#   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, replay, pipeline, capture
 #   bash scripts/bench.sh quic-queue # an experiment, not in "all": see below
 #   bash scripts/bench.sh stacks     # every stack against quicbench's own, not in "all"
 #
@@ -58,6 +58,13 @@ case $group in all | store)
 esac
 case $group in all | report)
 	bench ./report/ 'BenchmarkHTML100k|BenchmarkText100k' 1x
+	;;
+esac
+case $group in all | replay)
+	# A recorded page of 120 entries and 5 MB prepared for a run (the
+	# runner's index and layout, the server's bodies and compression):
+	# target under 1 s; s/prepare (wall) and cpu-s/prepare.
+	bench ./endpoint/replay/ 'BenchmarkPrepare120x5MB' 5x
 	;;
 esac
 case $group in all | capture)
