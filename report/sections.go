@@ -59,7 +59,7 @@ type cmpRow struct {
 	// EvidenceA and EvidenceB link the evidence files of each side's
 	// samples (Options.Evidence), nil when they kept none.
 	EvidenceA, EvidenceB []evidenceLink
-	EvidenceCommand      string // Options.EvidenceCommand
+	EvidenceCommand      string   // Options.EvidenceCommand
 	Why                  []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
