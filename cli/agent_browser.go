@@ -23,13 +23,17 @@ import (
 // and the priming load when warm).
 func browserLoader() workload.BrowserLoader {
 	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := browser.NewSession(ctx, browser.Options{
+		o := browser.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
 			SPKIHash:     req.Target.SPKI,
 			Timeout:      req.Timeout,
 			DisableCache: true,
-		})
+		}
+		if err := agentInvestigation().applyChromium(&o); err != nil {
+			return nil, err
+		}
+		s, err := browser.NewSession(ctx, o)
 		if err != nil {
 			return nil, err
 		}

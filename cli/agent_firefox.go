@@ -16,17 +16,22 @@ import (
 // HTTP/3 from its first request.
 func firefoxLoader() workload.BrowserLoader {
 	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := firefox.NewSession(ctx, firefox.Options{
+		o := firefox.Options{
 			URL:          url,
 			Protocol:     req.Protocol,
 			CAPEM:        []byte(req.Target.CAPEM),
 			Timeout:      req.Timeout,
 			DisableCache: true,
-		})
+		}
+		inv := agentInvestigation()
+		if err := inv.applyFirefox(&o); err != nil {
+			return nil, err
+		}
+		s, err := firefox.NewSession(ctx, o)
 		if err != nil {
 			return nil, err
 		}
-		return s, nil
+		return inv.wrapFirefox(s), nil
 	})
 }
 
