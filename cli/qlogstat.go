@@ -98,7 +98,12 @@ func readLogs(paths []string, opt qlogstat.ReadOptions) ([]*qlogstat.Conn, error
 			if err != nil {
 				return err
 			}
-			if !d.IsDir() && slices.ContainsFunc([]string{".sqlog", ".qlog", ".json"}, func(ext string) bool { return strings.HasSuffix(path, ext) }) {
+			switch {
+			case d.IsDir():
+			case strings.HasSuffix(path, ".sqlog"), strings.HasSuffix(path, ".qlog"):
+				files = append(files, path)
+			case strings.HasSuffix(path, ".json") && isNetLog(path):
+				// other JSON (a browser profile's files) is not a log
 				files = append(files, path)
 			}
 			return nil
@@ -124,20 +129,33 @@ func readLogs(paths []string, opt qlogstat.ReadOptions) ([]*qlogstat.Conn, error
 // readLog reads one file: a NetLog when it is JSON with "constants", else
 // a qlog.
 func readLog(name string, opt qlogstat.ReadOptions) ([]*qlogstat.Conn, error) {
+	if isNetLog(name) {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return qlogstat.ReadNetLog(f, opt)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	head := make([]byte, 4096)
-	n, _ := io.ReadFull(f, head)
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
-	}
-	if strings.Contains(string(head[:n]), `"constants"`) {
-		return qlogstat.ReadNetLog(f, opt)
-	}
 	return qlogstat.Read(f, opt)
+}
+
+// isNetLog tells a Chromium NetLog by its start: a JSON object whose first
+// key is "constants".
+func isNetLog(name string) bool {
+	f, err := os.Open(name)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	return strings.HasPrefix(strings.TrimLeft(string(head[:n]), " \t\r\n"), `{"constants"`)
 }
 
 // runSamples returns the samples of the latest run in the database.

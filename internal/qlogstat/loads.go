@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -105,6 +106,7 @@ var FigureNames = []struct{ Name, Meaning string }{
 	{"key_updates", "1-RTT key updates"},
 	{"dropped", "received packets discarded"},
 	{"dropped_span_ms", "from the first to the last discarded packet"},
+	{"pn_overlap", "of the discarded: neqo's \"packet number overlap\""},
 	{"data_blocked", "DATA_BLOCKED frames (sent + received)"},
 	{"stream_data_blocked", "STREAM_DATA_BLOCKED frames (sent + received)"},
 	{"max_data", "MAX_DATA frames (sent + received)"},
@@ -141,8 +143,11 @@ func (l *Load) Figures() Figures {
 		f["cwnd_max"] = max(f["cwnd_max"], float64(c.CwndMax))
 		f["in_flight_max"] = max(f["in_flight_max"], float64(c.InFlightMax))
 		f["key_updates"] += float64(len(c.KeyUpdates))
-		for _, n := range c.Dropped {
+		for reason, n := range c.Dropped {
 			f["dropped"] += float64(n)
+			if strings.Contains(reason, "packet number overlap") {
+				f["pn_overlap"] += float64(n)
+			}
 		}
 		if c.DroppedFirst >= 0 {
 			f["dropped_span_ms"] = max(f["dropped_span_ms"], c.DroppedLast-c.DroppedFirst)

@@ -23,7 +23,9 @@ var ErrNotNetLog = errors.New("not a Chromium NetLog")
 // frames (WINDOW_UPDATE: MAX_DATA for stream -1, else MAX_STREAM_DATA;
 // BLOCKED: DATA_BLOCKED for stream -1, else STREAM_DATA_BLOCKED), both
 // sides' transport parameters, the congestion controller Chromium
-// configured, key updates, undecryptable packets (Dropped) and each request
+// configured, key updates, packets it dropped (Dropped: the events whose
+// name says DROPPED, e.g. QUIC_SESSION_DROPPED_UNDECRYPTABLE_PACKET) and
+// each request
 // stream (request headers sent, response STREAM frames received). NetLog
 // has no congestion window, RTT or probe timeout: those figures stay 0.
 // Times are ms from the session's start. A file cut short (a browser
@@ -211,7 +213,10 @@ func netLogConn(events []nlEvent, until float64) *Conn {
 				s.Bytes = max(s.Bytes, p.Offset+p.Length)
 			}
 		default:
-			if strings.Contains(e.name, "UNDECRYPTABLE") || strings.Contains(e.name, "PACKET_DROPPED") {
+			// QUIC_SESSION_DROPPED_UNDECRYPTABLE_PACKET and the like;
+			// BUFFERED_UNDECRYPTABLE (a packet kept until its keys
+			// arrive, in the handshake) is no drop.
+			if strings.Contains(e.name, "DROPPED") {
 				st.dropped(e.t, strings.ToLower(strings.TrimPrefix(e.name, "QUIC_SESSION_")))
 			}
 		}

@@ -190,13 +190,16 @@ func TestReadErrors(t *testing.T) {
 // writes, and an unrelated source.
 const netLog = `{"constants":{"timeTickOffset":"1795801320802","logEventTypes":{"QUIC_SESSION":1,"QUIC_SESSION_PACKET_SENT":2,"QUIC_SESSION_PACKET_RECEIVED":3,"QUIC_SESSION_ACK_FRAME_SENT":4,
 "QUIC_SESSION_TRANSPORT_PARAMETERS_SENT":5,"QUIC_SESSION_TRANSPORT_PARAMETERS_RECEIVED":6,"QUIC_CONGESTION_CONTROL_CONFIGURED":7,"HTTP3_HEADERS_SENT":8,
-"QUIC_SESSION_STREAM_FRAME_RECEIVED":9,"QUIC_SESSION_WINDOW_UPDATE_FRAME_SENT":10,"QUIC_SESSION_KEY_UPDATE":11,"QUIC_SESSION_PACKET_LOST":12,"REQUEST_ALIVE":13},
+"QUIC_SESSION_STREAM_FRAME_RECEIVED":9,"QUIC_SESSION_WINDOW_UPDATE_FRAME_SENT":10,"QUIC_SESSION_KEY_UPDATE":11,"QUIC_SESSION_PACKET_LOST":12,"REQUEST_ALIVE":13,
+"QUIC_SESSION_BUFFERED_UNDECRYPTABLE_PACKET":14,"QUIC_SESSION_DROPPED_UNDECRYPTABLE_PACKET":15},
 "logSourceType":{"QUIC_SESSION":5,"URL_REQUEST":1}},
 "events":[
 {"time":"1000","type":1,"phase":1,"source":{"id":7,"type":5},"params":{"connection_id":"39ee06d563e30690"}},
 {"time":"1000","type":7,"phase":0,"source":{"id":7,"type":5},"params":{"congestion_control_type":"CUBIC_BYTES"}},
 {"time":"1001","type":5,"phase":0,"source":{"id":7,"type":5},"params":{"quic_transport_parameters":"[Client max_idle_timeout 30000 initial_max_data 15728640 initial_max_stream_data_bidi_local 6291456 max_ack_delay 25]"}},
 {"time":"1001","type":2,"phase":0,"source":{"id":7,"type":5},"params":{"size":1250}},
+{"time":"1002","type":14,"phase":0,"source":{"id":7,"type":5},"params":{}},
+{"time":"1003","type":15,"phase":0,"source":{"id":7,"type":5},"params":{}},
 {"time":"1020","type":3,"phase":0,"source":{"id":7,"type":5},"params":{"size":1280}},
 {"time":"1021","type":6,"phase":0,"source":{"id":7,"type":5},"params":{"quic_transport_parameters":"[Server initial_max_data 33554432 initial_max_stream_data_bidi_local 16777216]"}},
 {"time":"1030","type":8,"phase":0,"source":{"id":7,"type":5},"params":{"stream_id":0}},
@@ -230,7 +233,8 @@ func TestReadNetLog(t *testing.T) {
 		t.Errorf("params local %+v remote %+v", c.Local, c.Remote)
 	}
 	if c.PacketsSent != 1 || c.BytesSent != 1250 || c.PacketsReceived != 1 || c.AcksSent != 1 || c.Lost != 1 ||
-		c.MaxData.Sent != 1 || c.MaxStreamData.Sent != 1 || len(c.KeyUpdates) != 1 || c.KeyUpdates[0] != 90 {
+		c.MaxData.Sent != 1 || c.MaxStreamData.Sent != 1 || len(c.KeyUpdates) != 1 || c.KeyUpdates[0] != 90 ||
+		len(c.Dropped) != 1 || c.Dropped["dropped_undecryptable_packet"] != 1 {
 		t.Errorf("figures: %+v", c)
 	}
 	if len(c.Streams) != 1 || c.Streams[0].Request != 30 || c.Streams[0].First != 60 || c.Streams[0].Last != 70 || c.Streams[0].Bytes != 1500 {
@@ -275,7 +279,7 @@ func TestAttachAndFigures(t *testing.T) {
 		f["peer_max_data"] != 25165824 || f["load_end_ms"] != 200 || f["concurrency"] != 2 || f["cwnd_min"] != 20480 {
 		t.Errorf("figures %v", f)
 	}
-	if g := loads[1].Figures(); g["dropped"] != 3 || math.Abs(g["dropped_span_ms"]-87.6) > 1e-9 {
+	if g := loads[1].Figures(); g["dropped"] != 3 || g["pn_overlap"] != 2 || math.Abs(g["dropped_span_ms"]-87.6) > 1e-9 {
 		t.Errorf("client figures %v", g)
 	}
 	sum := Summarize([]*Load{loads[0], loads[0], {Conns: []*Conn{cli}}})
