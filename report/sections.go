@@ -105,6 +105,7 @@ type testView struct {
 	Comparisons          []cmpRow
 	Sites                []siteTable
 	Clients              []clientTable
+	FirefoxH3            bool // Firefox over HTTP/3 from a quic-go server: the note on Firefox samples
 	HOL                  []chartGroup
 	Stream               []chartGroup
 	CPU                  []chartGroup
@@ -180,6 +181,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 		}
 	}
 	tv.Clients = clientTables(t)
+	tv.FirefoxH3 = firefoxH3(t)
 	return tv, nil
 }
 
