@@ -36,6 +36,10 @@ const (
 	// chromiumNetLogEnv names a directory for Chromium's NetLog: one file
 	// per browser (netlog-UNIXNANO.json), capture mode Everything.
 	chromiumNetLogEnv = "QUICBENCH_CHROMIUM_NETLOG"
+	// firefoxStartEnv is a Go duration that replaces Firefox's start
+	// timeout (firefox.Options.StartTimeout, 20 s by default): a machine
+	// loaded by others can take longer than that to start it.
+	firefoxStartEnv = "QUICBENCH_FIREFOX_START_TIMEOUT"
 )
 
 // quitLimit bounds Firefox's orderly quit with firefoxQlogEnv.
@@ -46,6 +50,7 @@ const quitLimit = 10 * time.Second
 type investigation struct {
 	firefoxPrefs map[string]any
 	firefoxQlog  string
+	firefoxStart time.Duration
 	netLog       string
 	err          error
 }
@@ -67,6 +72,14 @@ func readInvestigation(getenv func(string) string, setenv func(string, string) e
 			inv.err = fmt.Errorf("%s=%s: %w", firefoxPrefsEnv, f, err)
 			return inv
 		}
+	}
+	if v := getenv(firefoxStartEnv); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			inv.err = fmt.Errorf("%s=%q: want a positive Go duration such as 60s", firefoxStartEnv, v)
+			return inv
+		}
+		inv.firefoxStart = d
 	}
 	for _, v := range []struct {
 		name string
@@ -130,6 +143,9 @@ func parsePrefs(b []byte) (map[string]any, error) {
 func (inv *investigation) applyFirefox(o *firefox.Options) error {
 	if inv.err != nil {
 		return inv.err
+	}
+	if inv.firefoxStart > 0 {
+		o.StartTimeout = inv.firefoxStart
 	}
 	if len(inv.firefoxPrefs) == 0 && inv.firefoxQlog == "" {
 		return nil

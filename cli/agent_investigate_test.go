@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/firefox"
@@ -34,7 +35,7 @@ func TestReadInvestigation(t *testing.T) {
 	if err := os.WriteFile(prefs, []byte(`{"network.http.http3.cc_algorithm": 0}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{firefoxPrefsEnv: prefs, firefoxQlogEnv: filepath.Join(dir, "fq"), chromiumNetLogEnv: filepath.Join(dir, "nl")}
+	env := map[string]string{firefoxPrefsEnv: prefs, firefoxQlogEnv: filepath.Join(dir, "fq"), chromiumNetLogEnv: filepath.Join(dir, "nl"), firefoxStartEnv: "75s"}
 	set := map[string]string{}
 	inv := readInvestigation(func(k string) string { return env[k] }, func(k, v string) error { set[k] = v; return nil })
 	if inv.err != nil {
@@ -50,7 +51,7 @@ func TestReadInvestigation(t *testing.T) {
 	if err := inv.applyFirefox(&o); err != nil {
 		t.Fatal(err)
 	}
-	if o.Prefs["x"] != 1 || o.Prefs["network.http.http3.cc_algorithm"] != 0 || o.Prefs["network.http.http3.enable_qlog"] != true {
+	if o.Prefs["x"] != 1 || o.Prefs["network.http.http3.cc_algorithm"] != 0 || o.Prefs["network.http.http3.enable_qlog"] != true || o.StartTimeout != 75*time.Second {
 		t.Errorf("Firefox prefs %v", o.Prefs)
 	}
 	if _, ok := inv.wrapFirefox(nil).(quittingSession); !ok {
@@ -71,6 +72,15 @@ func TestReadInvestigation(t *testing.T) {
 	}
 	if _, ok := none.wrapFirefox(nil).(quittingSession); ok {
 		t.Error("without qlog, Firefox sessions are killed as usual")
+	}
+
+	if inv := readInvestigation(func(k string) string {
+		if k == firefoxStartEnv {
+			return "soon"
+		}
+		return ""
+	}, os.Setenv); inv.applyFirefox(&firefox.Options{}) == nil {
+		t.Error("a bad start timeout is no error")
 	}
 
 	bad := readInvestigation(func(k string) string {
