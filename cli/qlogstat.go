@@ -259,7 +259,27 @@ func printLoads(w io.Writer, loads []*qlogstat.Load) {
 		}
 		return strings.Compare(a.source, b.source)
 	})
-	for _, k := range order {
+	// the client's discards after the server's key update, per cell
+	lags := map[string][]float64{}
+	bySample := map[qlogstat.Sample][]*qlogstat.Load{}
+	for _, l := range loads {
+		bySample[l.Sample] = append(bySample[l.Sample], l)
+	}
+	for smp, ls := range bySample {
+		if smp.Iteration < 0 {
+			continue
+		}
+		for _, srv := range ls {
+			for _, cl := range ls {
+				if srv.Conns[0].Vantage == "server" && cl.Conns[0].Vantage == "client" {
+					if lag, ok := qlogstat.DiscardLag(srv, cl); ok {
+						lags[smp.Key] = append(lags[smp.Key], lag)
+					}
+				}
+			}
+		}
+	}
+	for i, k := range order {
 		g := groups[k]
 		sum := qlogstat.Summarize(g)
 		fmt.Fprintf(w, "\n%s\n  %s: %d loads; median [p25, p75] per load (nonzero in how many loads)\n", k.cell, k.source, len(g))
@@ -272,5 +292,9 @@ func printLoads(w io.Writer, loads []*qlogstat.Load) {
 			fmt.Fprintf(tw, "  %s\t%s\t(%d/%d)\t%s\n", n.Name, s, s.Nonzero, s.N, n.Meaning)
 		}
 		tw.Flush()
+		if last := i == len(order)-1 || order[i+1].cell != k.cell; last && len(lags[k.cell]) > 0 {
+			s := qlogstat.SummaryOf(lags[k.cell])
+			fmt.Fprintf(w, "  the client's first discarded 1-RTT packet came %s ms after the server's key update (%d loads with both)\n", s, s.N)
+		}
 	}
 }

@@ -199,6 +199,9 @@ func Summarize(loads []*Load) map[string]Summary {
 	return out
 }
 
+// SummaryOf returns the distribution of v.
+func SummaryOf(v []float64) Summary { return summary(v) }
+
 func summary(v []float64) Summary {
 	s := Summary{N: len(v)}
 	if len(v) == 0 {
@@ -244,3 +247,35 @@ func num(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 }
+
+// DiscardLag is how long after the server's first key update (in the
+// server's log) the client first discarded a 1-RTT packet (in the
+// client's log), by the wall clocks of the two logs' reference times
+// (both taken on this machine); ok is false when either is missing. A lag
+// of about one one-way delay says that the client discarded the first
+// packets protected with the new keys.
+func DiscardLag(server, client *Load) (lag float64, ok bool) {
+	var ku, drop time.Time
+	for _, c := range server.Conns {
+		if len(c.KeyUpdates) > 0 && !c.Start.IsZero() {
+			t := c.Start.Add(msDuration(c.KeyUpdates[0]))
+			if ku.IsZero() || t.Before(ku) {
+				ku = t
+			}
+		}
+	}
+	for _, c := range client.Conns {
+		if c.DroppedFirst >= 0 && !c.Start.IsZero() {
+			t := c.Start.Add(msDuration(c.DroppedFirst))
+			if drop.IsZero() || t.Before(drop) {
+				drop = t
+			}
+		}
+	}
+	if ku.IsZero() || drop.IsZero() {
+		return 0, false
+	}
+	return float64(drop.Sub(ku)) / 1e6, true
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * 1e6) }

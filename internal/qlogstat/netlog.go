@@ -217,7 +217,9 @@ func netLogConn(events []nlEvent, until float64) *Conn {
 			// BUFFERED_UNDECRYPTABLE (a packet kept until its keys
 			// arrive, in the handshake) is no drop.
 			if strings.Contains(e.name, "DROPPED") {
-				st.dropped(e.t, strings.ToLower(strings.TrimPrefix(e.name, "QUIC_SESSION_")))
+				// NetLog does not say which packet number space the
+				// packet was in: counted, not timed (Conn.DroppedFirst).
+				st.dropped(e.t, strings.ToLower(strings.TrimPrefix(e.name, "QUIC_SESSION_")), false)
 			}
 		}
 	}

@@ -147,7 +147,8 @@ type Conn struct {
 	// Dropped counts packets the stack received and discarded, by reason
 	// (neqo: transport:packet_dropped's details, e.g. "packet number
 	// overlap"); DroppedFirst and DroppedLast are the first and the last
-	// such drop (ms; -1 when none).
+	// such drop of a 1-RTT packet (ms; -1 when none): the handshake's
+	// discards (a late Initial) are counted but not timed.
 	Dropped      map[string]int `json:"dropped,omitempty"`
 	DroppedFirst float64        `json:"dropped_first_ms"`
 	DroppedLast  float64        `json:"dropped_last_ms"`
@@ -655,23 +656,30 @@ func (st *state) event(raw []byte) error {
 		}
 	case "packet_dropped":
 		var d struct {
+			Header struct {
+				PacketType string `json:"packet_type"`
+			} `json:"header"`
 			Details string `json:"details"`
 			Trigger string `json:"trigger"`
 		}
 		_ = json.Unmarshal(e.Data, &d)
-		st.dropped(e.Time, cmpOr(d.Details, d.Trigger, "unknown"))
+		st.dropped(e.Time, cmpOr(d.Details, d.Trigger, "unknown"), d.Header.PacketType == "" || strings.EqualFold(d.Header.PacketType, "1RTT"))
 	}
 	return nil
 }
 
-// dropped accounts one received packet the stack discarded.
-func (st *state) dropped(t float64, reason string) {
+// dropped accounts one received packet the stack discarded; timed says
+// whether it counts for DroppedFirst and DroppedLast.
+func (st *state) dropped(t float64, reason string, timed bool) {
 	c := st.c
 	if c.Dropped == nil {
 		c.Dropped = map[string]int{}
 	}
 	c.Dropped[reason]++
-	if c.DroppedFirst < 0 {
+	if !timed {
+		return
+	}
+	if c.DroppedFirst < 0 || t < c.DroppedFirst {
 		c.DroppedFirst = t
 	}
 	c.DroppedLast = max(c.DroppedLast, t)

@@ -147,7 +147,8 @@ func TestReadClientLog(t *testing.T) {
 	if want := time.UnixMicro(1795803348651500); !c.Start.Equal(want) {
 		t.Errorf("start %v, want %v", c.Start, want)
 	}
-	if c.Dropped["packet number overlap"] != 2 || c.Dropped["decryption_failure"] != 1 || c.DroppedFirst != 450.4 || c.DroppedLast != 538 {
+	// The Initial packet's drop is counted, not timed.
+	if c.Dropped["packet number overlap"] != 2 || c.Dropped["decryption_failure"] != 1 || c.DroppedFirst != 450.4 || c.DroppedLast != 537.2 {
 		t.Errorf("dropped %v from %v to %v", c.Dropped, c.DroppedFirst, c.DroppedLast)
 	}
 	if c.PTOs != 1 || c.PacingRate != 1000000 || c.AcksSent != 1 || c.AckElicitingReceived != 1 {
@@ -279,8 +280,16 @@ func TestAttachAndFigures(t *testing.T) {
 		f["peer_max_data"] != 25165824 || f["load_end_ms"] != 200 || f["concurrency"] != 2 || f["cwnd_min"] != 20480 {
 		t.Errorf("figures %v", f)
 	}
-	if g := loads[1].Figures(); g["dropped"] != 3 || g["pn_overlap"] != 2 || math.Abs(g["dropped_span_ms"]-87.6) > 1e-9 {
+	if g := loads[1].Figures(); g["dropped"] != 3 || g["pn_overlap"] != 2 || math.Abs(g["dropped_span_ms"]-86.8) > 1e-9 {
 		t.Errorf("client figures %v", g)
+	}
+	// The server updated its keys at 80 ms after 18:00:02; the client's
+	// first 1-RTT discard was at 450.4 ms after 18:00:11 (set above).
+	if lag, ok := DiscardLag(loads[0], loads[1]); !ok || math.Abs(lag-(9000+450.4-80)) > 1e-6 {
+		t.Errorf("discard lag %v %v", lag, ok)
+	}
+	if _, ok := DiscardLag(loads[1], loads[0]); ok {
+		t.Error("discard lag without a key update in the first log or a discard in the second")
 	}
 	sum := Summarize([]*Load{loads[0], loads[0], {Conns: []*Conn{cli}}})
 	if s := sum["lost"]; s.N != 3 || s.Median != 3 || s.Min != 0 || s.Nonzero != 2 || s.String() != "3 [1.5, 3]" {
