@@ -27,7 +27,7 @@ func newQlogstatCmd(env *Env) *cobra.Command {
 	var all, asJSON bool
 	cmd := &cobra.Command{
 		Use:    "qlogstat [--db RUN.db] PATH...",
-		Short:  "Per-connection and per-load figures from qlog files and Chromium NetLogs (investigations)",
+		Short:  "Per-connection and per-load figures from qlog files and NetLogs (investigations)",
 		Hidden: true,
 		Long: `qlogstat reads QUIC event logs and prints a few figures per connection: packets
 sent and received, ACKs, packets declared lost (and the largest burst of them within 1 ms),
@@ -35,18 +35,19 @@ probe timeouts, the congestion window's range, key updates, received packets the
 discarded (and why), flow-control frames and the peer's windows, and when requests and
 responses crossed the connection.
 
-It reads quic-go's qlog (quicbench serve --qlog, quicbench run --qlog), neqo's (Firefox,
-QUICBENCH_FIREFOX_QLOG in quicbench run's environment), aioquic's, and Chromium's NetLog
-(QUICBENCH_CHROMIUM_NETLOG). PATH is a file or a directory (read recursively: *.sqlog,
+It reads quic-go's qlog (quicbench serve --qlog, quicbench run --qlog), neqo's and the
+Python stack's qlog, and NetLog JSON: the browsers write theirs when quicbench run's
+environment asks (docs/peers.md, "Investigating browser samples"). PATH is a file or a
+directory (read recursively: *.sqlog,
 *.qlog, *.json). By default the figures stop at the last response byte of the page load:
 a browser killed after its load leaves the server probing a dead peer until its idle
 timeout, which is no part of the sample (--all keeps whole connections).
 
 With --db, every connection is matched to the sample of that run whose time span holds
 the connection's start, and a table per cell and log source gives each figure's median
-and quartiles over the cell's loads (docs/peers.md, "Firefox").`,
+and quartiles over the cell's loads (docs/peers.md, "Investigating browser samples").`,
 		Example: `  quicbench qlogstat /tmp/qlog
-  quicbench qlogstat --db run.db /tmp/server-qlog /tmp/firefox-qlog /tmp/netlog`,
+  quicbench qlogstat --db run.db /tmp/server-qlog /tmp/neqo-qlog /tmp/netlog`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			conns, err := readLogs(args, qlogstat.ReadOptions{LoadOnly: !all})

@@ -14,7 +14,7 @@ import (
 
 // ErrNotNetLog is returned (wrapped) by ReadNetLog for input that is not a
 // Chromium NetLog.
-var ErrNotNetLog = errors.New("not a Chromium NetLog")
+var ErrNotNetLog = errors.New("not a NetLog")
 
 // ReadNetLog reads a Chromium NetLog (--log-net-log=FILE, capture mode
 // Everything) and returns one Conn per QUIC session, with the client's
@@ -121,7 +121,7 @@ type nlEvent struct {
 
 // netLogConn turns one QUIC session's events into a Conn.
 func netLogConn(events []nlEvent, until float64) *Conn {
-	c := &Conn{Vantage: "client", Title: "Chromium NetLog", Events: map[string]int{}, DroppedFirst: -1, DroppedLast: -1}
+	c := &Conn{Vantage: "client", Title: "NetLog", Events: map[string]int{}, DroppedFirst: -1, DroppedLast: -1}
 	st := &state{c: c, streams: map[int64]*Stream{}, lostAt: map[int64]int{}, until: until}
 	for _, e := range events {
 		if e.t > until {
@@ -191,9 +191,9 @@ func netLogConn(events []nlEvent, until float64) *Conn {
 		case "QUIC_CONGESTION_CONTROL_CONFIGURED":
 			c.CCAlgo = p.CC
 		case "QUIC_SESSION_TRANSPORT_PARAMETERS_SENT":
-			merge(&c.Local, parseChromiumParams(p.Params))
+			merge(&c.Local, parseNetLogParams(p.Params))
 		case "QUIC_SESSION_TRANSPORT_PARAMETERS_RECEIVED":
-			merge(&c.Remote, parseChromiumParams(p.Params))
+			merge(&c.Remote, parseNetLogParams(p.Params))
 		case "QUIC_SESSION_KEY_UPDATE":
 			c.KeyUpdates = append(c.KeyUpdates, e.t)
 		case "HTTP3_HEADERS_SENT":
@@ -227,9 +227,9 @@ func netLogConn(events []nlEvent, until float64) *Conn {
 	return c
 }
 
-// parseChromiumParams reads the transport parameters Chromium logs as one
+// parseNetLogParams reads the transport parameters Chromium logs as one
 // string ("[Client ... initial_max_data 15728640 ...]").
-func parseChromiumParams(s string) Params {
+func parseNetLogParams(s string) Params {
 	f := strings.Fields(strings.Trim(s, "[]"))
 	var p Params
 	num := func(i int) int64 {
