@@ -36,7 +36,7 @@ var layers = []layer{
 	// the registry of stacks: descriptions only, so every layer above
 	// may ask it (the stacks' code lives in its subfolders, "peers/")
 	{name: "registry", prefixes: []string{"peers"}, imports: []string{"vocabulary"}},
-	{name: "plumbing", prefixes: []string{"internal", "tun"}, imports: []string{"registry", "vocabulary", "emulator"}},
+	{name: "plumbing", prefixes: []string{"internal", "tun", "har"}, imports: []string{"registry", "vocabulary", "emulator"}},
 	{name: "testbed", prefixes: []string{"forward", "netns"}, imports: []string{"plumbing", "registry", "vocabulary", "emulator"}},
 	{name: "endpoints", prefixes: []string{"endpoint", "browser", "firefox", "lighthouse"}, imports: []string{"plumbing", "registry", "vocabulary"}},
 	{name: "plans and results", prefixes: []string{"plan", "store", "stats", "competing"}, imports: []string{"plumbing", "registry", "vocabulary", "emulator"}},

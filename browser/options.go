@@ -65,7 +65,8 @@ type Options struct {
 	SPKIHash string
 
 	// ForceQUICOrigin is the host:port Chromium must use QUIC for when
-	// Protocol is h3. Empty means the host and port of URL.
+	// Protocol is h3, or several joined by commas (a replay's origins:
+	// ReplayOptions). Empty means the host and port of URL.
 	ForceQUICOrigin string
 
 	// AltSvcDiscovery makes an h3 sample learn QUIC through the server's
@@ -203,8 +204,10 @@ func (o Options) validate(needURL bool) (Options, error) {
 		if o.Protocol != model.ProtoH3 {
 			return bad("ForceQUICOrigin", "only applies to protocol h3, not %s", o.Protocol)
 		}
-		if err := checkHostPort(o.ForceQUICOrigin); err != nil {
-			return bad("ForceQUICOrigin", "%v", err)
+		for _, hp := range strings.Split(o.ForceQUICOrigin, ",") {
+			if err := checkHostPort(hp); err != nil {
+				return bad("ForceQUICOrigin", "%v", err)
+			}
 		}
 	}
 	if o.Protocol == model.ProtoH3 && o.ForceQUICOrigin == "" && !o.AltSvcDiscovery && o.URL == "" {

@@ -39,6 +39,8 @@ func newFetchCommand(env *Env) *cobra.Command {
 		jsonOut, zeroRTT, resume bool
 		caPEM                    []byte
 	)
+	var harFile *string // --har, --har-bodies (fetch_har.go)
+	var harBodies *bool
 	cmd := &cobra.Command{
 		Use:   "fetch URL-or-PATH...",
 		Short: "Request resources from a quicbench server over one protocol and show what was measured",
@@ -114,6 +116,7 @@ record.`,
 					return fetchPages(cmd, env, st, impl, pageFetchArgs{
 						proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
 						serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
+						har: harFile, harBodies: harBodies,
 					})
 				case peers.KindFetch:
 					if !slices.Contains(st.Client.Protocols, spec.Proto) {
@@ -129,7 +132,13 @@ record.`,
 					return Usage(fmt.Errorf("--client %s (a %s client) fetches nothing by hand", client, st.Client.Kind), "clients: "+strings.Join(peers.Clients(), ", "))
 				}
 				peer, peerStack = impl, st
-			} else if spki != "" {
+			}
+			for _, name := range []string{"har", "har-bodies"} { // the browsers' (fetchPages)
+				if cmd.Flags().Changed(name) {
+					return Usage(fmt.Errorf("--%s does not apply to --client %s", name, client), "a HAR of page loads is written by a browser client (quicbench fetch --help)")
+				}
+			}
+			if client == model.ClientBuiltin && spki != "" {
 				return Usage(errors.New("--spki only applies to a browser client that takes a certificate pin"), "the built-in client verifies the certificate with --ca (or not at all with --insecure)")
 			}
 			a, paths, err := fetchTargets(addr, args)
@@ -215,6 +224,7 @@ record.`,
 	f.BoolVar(&zeroRTT, "0rtt", false, "as --resume, sending requests in 0-RTT (h3 and quic only: Go has no TLS early data over TCP)")
 	f.BoolVar(&spec.Verify, "verify", false, "check every byte of /bytes and raw bodies")
 	f.BoolVar(&jsonOut, "json", false, "print the full result as JSON")
+	harFile, harBodies = addHARFlags(cmd)
 	f.StringVar(&caFile, "ca", "", "trust this CA certificate (PEM), e.g. the file of quicbench serve --ca-out")
 	f.BoolVar(&spec.Insecure, "insecure", false, "do not verify the server certificate")
 	f.DurationVar(&spec.HandshakeTimeout, "handshake-timeout", endpoint.DefaultHandshakeTimeout, "limit for connection establishment")
@@ -363,11 +373,13 @@ type pageFetchArgs struct {
 	args                                          []string
 	insecure, jsonOut                             bool
 	timeout                                       time.Duration
+	har                                           *string // --har: write the loads as a HAR file (fetch_har.go)
+	harBodies                                     *bool   // --har-bodies (chromium)
 }
 
 // pageFlags are the fetch flags a browser client may take
 // (workload.ClientImpl.FetchFlags).
-var pageFlags = []string{"spki", "server-name", "keylog"}
+var pageFlags = []string{"spki", "server-name", "keylog", "har", "har-bodies"}
 
 // fetchPages loads each page once, cold, in a fresh headless browser of
 // client st and prints what it measured.
@@ -419,6 +431,11 @@ func fetchPages(cmd *cobra.Command, env *Env, st *peers.Stack, impl workload.Cli
 		if pf.CAPEM, err = os.ReadFile(o.caFile); err != nil {
 			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
 		}
+	}
+	archive := newHARCollector(o.har) // fetch_har.go
+	defer archive.write(env)
+	if archive != nil {
+		pf.HAR, pf.HARBodies = archive.add, o.harBodies != nil && *o.harBodies
 	}
 	return loadPages(cmd.Context(), env, client, o, scheme+"://"+addr, paths,
 		func(ctx context.Context, url string) (*browser.Result, error) { return impl.FetchPage(ctx, pf, url) },

@@ -40,6 +40,7 @@ func newServeCommand(env *Env) *cobra.Command {
 		control, noEvents                                                   bool
 		contractDecl                                                        string
 	)
+	var replaySpec string // --replay (serve_replay.go)
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the quicbench server: HTTP/1.1, HTTP/2, HTTP/3, cleartext HTTP/1.1, raw TCP+TLS and raw QUIC",
@@ -151,6 +152,9 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 			if len(paths) > 0 {
 				return Usage(fmt.Errorf("--path is for a server of files (--impl NAME)"), "quicbench's own server generates every path")
 			}
+			if err := serveReplay(&cfg, replaySpec); err != nil { // serve_replay.go
+				return err
+			}
 			if keyLog != "" {
 				f, err := openKeyLog(keyLog)
 				if err != nil {
@@ -200,6 +204,7 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 	f.StringVar(&impl, "impl", peers.Own, "server implementation: "+strings.Join(peers.Servers(), ", ")+" (docs/peers.md)")
 	f.StringArrayVar(&paths, "path", nil, "with --impl of a server of files: a URL path to write to disk before it starts, /bytes/N or /page/N/S (repeatable)")
 	f.StringVar(&contractDecl, "contract", "", "run a contract stack's server: its declaration as JSON (name, absolute command, roles, protocols), as quicbench run passes it (docs/plan-format.md, \"Stacks of your own\")")
+	f.StringVar(&replaySpec, "replay", "", "also replay recorded pages: a replay spec (JSON, written by quicbench run; docs/plan-format.md) naming the HAR files and each origin's address")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
 }

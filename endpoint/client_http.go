@@ -187,6 +187,14 @@ func (f *fetcher) httpExchange(ctx context.Context, rq *request, url, method str
 		req.Header.Set("Content-Type", "application/octet-stream")
 	}
 	req.Header.Set("User-Agent", "quicbench")
+	if sn := f.spec.ServerName; sn != "" && net.ParseIP(sn) == nil {
+		// A named server (a replayed origin) is asked for by its name, as
+		// a browser does, whatever address it is dialled at.
+		req.Host = sn
+		if _, port, _ := net.SplitHostPort(f.spec.Addr); port != "" && port != "443" {
+			req.Host = net.JoinHostPort(sn, port)
+		}
+	}
 	rq.t.Start = f.now()
 	resp, err := rt(req)
 	defer func() {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quicbench/quicbench/endpoint/replay"
 	"github.com/quicbench/quicbench/internal/control"
 	"github.com/quicbench/quicbench/model"
 )
@@ -72,7 +73,34 @@ func controlServer(srv Controlled) *control.Server {
 	control.Handle(s, control.Stats, func(ctx context.Context, req StatsRequest) ([]ConnStatsReply, error) {
 		return connStats(ctx, srv, req)
 	})
+	replayOf := func() (*replay.Origins, error) {
+		if rs, ok := srv.(ReplayServer); ok && rs.ReplayOrigins() != nil {
+			return rs.ReplayOrigins(), nil
+		}
+		return nil, replay.ErrNotServing
+	}
+	control.Handle(s, control.ReplayBegin, func(_ context.Context, req ReplayBegin) (struct{}, error) {
+		o, err := replayOf()
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, o.Begin(req.Site, req.Protocol)
+	})
+	control.Handle(s, control.ReplayEnd, func(context.Context, struct{}) (replay.Stats, error) {
+		o, err := replayOf()
+		if err != nil {
+			return replay.Stats{}, err
+		}
+		return o.End(), nil
+	})
 	return s
+}
+
+// ReplayBegin starts a replay sample (control.ReplayBegin): the archive
+// to answer from and the protocol the sample uses.
+type ReplayBegin struct {
+	Site     string `json:"site"`
+	Protocol string `json:"protocol"`
 }
 
 // connStats answers a stats request.
@@ -144,6 +172,18 @@ func (c *ControlClient) ConnStats(wait time.Duration, conns ...ConnRef) ([]ConnS
 	var out []ConnStatsReply
 	err := c.c.Call(context.Background(), control.Stats, StatsRequest{Conns: conns, WaitMs: int(wait / time.Millisecond)}, &out)
 	return out, err
+}
+
+// ReplayBegin starts a replay sample of archive site over protocol.
+func (c *ControlClient) ReplayBegin(site, protocol string) error {
+	return c.c.Call(context.Background(), control.ReplayBegin, ReplayBegin{Site: site, Protocol: protocol}, nil)
+}
+
+// ReplayEnd ends the replay sample and returns what was served.
+func (c *ControlClient) ReplayEnd() (replay.Stats, error) {
+	var st replay.Stats
+	err := c.c.Call(context.Background(), control.ReplayEnd, nil, &st)
+	return st, err
 }
 
 // Quit asks the server to exit.

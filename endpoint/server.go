@@ -32,6 +32,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
 	"github.com/quicbench/quicbench/endpoint/raw"
+	"github.com/quicbench/quicbench/endpoint/replay"
 	"github.com/quicbench/quicbench/internal/sockopt"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
@@ -79,6 +80,14 @@ type ServerConfig struct {
 	IdleTimeout time.Duration
 	// Logf receives errors that have no caller to return to (nil: dropped).
 	Logf func(format string, args ...any)
+	// Replay, when set, also serves recorded page loads (package replay):
+	// every group of its layout on its own address, which must be local
+	// (the runner adds them to the server namespace's device), with
+	// HTTP/1.1, HTTP/2 and HTTP/3 on each of the group's ports and one
+	// leaf certificate per host name, minted by the server's CA with the
+	// key of its own leaf (so ServerInfo.SPKI pins them all). It needs the
+	// generated certificate (no Certificate).
+	Replay *replay.Origins
 }
 
 // DefaultServerIdleTimeout is the default ServerConfig.IdleTimeout, equal
@@ -104,6 +113,10 @@ type ServerInfo struct {
 	// the statistics do not show, e.g. aioquic's "cc" and
 	// "max_datagram_size", a files server's "tcp_cc" (docs/peers.md).
 	Settings map[string]string `json:"settings,omitempty"`
+	// Replay names the archives a replay serves, and ReplayAddrs the
+	// addresses its origins listen on (ServerConfig.Replay).
+	Replay      []string `json:"replay,omitempty"`
+	ReplayAddrs []string `json:"replay_addrs,omitempty"`
 }
 
 // Server is a running quicbench server.
@@ -125,6 +138,10 @@ type Server struct {
 	serveTCP map[string]bool
 
 	book *statsBook
+
+	ca      *certs.CA       // nil with a given certificate
+	leaf    tls.Certificate // the server's own leaf
+	origins []*originServer // a replay's listeners (origins.go)
 
 	mu     sync.Mutex
 	closed bool
@@ -187,6 +204,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s.startHTTP(handler)
+	if err := s.startOrigins(); err != nil {
+		return nil, err
+	}
 	if cfg.serves(model.ProtoH3) || cfg.serves(model.ProtoQUIC) {
 		var h http.Handler
 		if cfg.serves(model.ProtoH3) {
@@ -243,11 +263,12 @@ func builtinVersion() string {
 }
 
 func (s *Server) setupCert() error {
-	cert, err := serverCert(&s.info, s.cfg.Certificate, s.cfg.Host, s.cfg.Names)
+	cert, ca, err := issueServerCert(&s.info, s.cfg.Certificate, s.cfg.Host, s.cfg.Names)
 	if err != nil {
 		return err
 	}
 	s.tlsConf = serverTLSConfig(cert, s.cfg.KeyLog)
+	s.ca, s.leaf = ca, cert
 	return nil
 }
 
@@ -255,13 +276,22 @@ func (s *Server) setupCert() error {
 // for host (every local address when "") and names, and records its
 // identity (SPKI, names, CA) in info.
 func serverCert(info *ServerInfo, given *tls.Certificate, host string, extra []string) (tls.Certificate, error) {
+	cert, _, err := issueServerCert(info, given, host, extra)
+	return cert, err
+}
+
+// issueServerCert is serverCert that also returns the CA it made (nil for
+// a given certificate).
+func issueServerCert(info *ServerInfo, given *tls.Certificate, host string, extra []string) (tls.Certificate, *certs.CA, error) {
 	var cert tls.Certificate
+	var ca *certs.CA
 	if given != nil {
 		cert = *given
 	} else {
-		ca, err := certs.NewCA()
+		var err error
+		ca, err = certs.NewCA()
 		if err != nil {
-			return cert, err
+			return cert, nil, err
 		}
 		names := []string{"localhost", "127.0.0.1", "::1"}
 		if host != "" {
@@ -274,13 +304,13 @@ func serverCert(info *ServerInfo, given *tls.Certificate, host string, extra []s
 		names = slices.Compact(names)
 		cert, err = ca.Issue(names...)
 		if err != nil {
-			return cert, err
+			return cert, nil, err
 		}
 		info.CAPEM = string(ca.CertPEM())
 	}
 	spki, err := certs.LeafSPKIHash(cert)
 	if err != nil {
-		return cert, err
+		return cert, nil, err
 	}
 	info.SPKI = spki
 	if cert.Leaf != nil {
@@ -289,7 +319,7 @@ func serverCert(info *ServerInfo, given *tls.Certificate, host string, extra []s
 			info.Names = append(info.Names, ip.String())
 		}
 	}
-	return cert, nil
+	return cert, ca, nil
 }
 
 // localAddrs lists the unicast addresses of the local interfaces.
@@ -583,6 +613,9 @@ func (s *Server) Close() error {
 	}
 	s.mu.Unlock()
 	var errs []error
+	for _, o := range s.origins {
+		errs = append(errs, o.close())
+	}
 	if s.tcpLn != nil {
 		errs = append(errs, ignoreClosed(s.tcpLn.Close()))
 	}

@@ -30,6 +30,9 @@ type bidiConn struct {
 	pending map[int64]chan bidiReply
 	readErr error         // why the read loop ended
 	done    chan struct{} // closed when the read loop ends
+
+	// events receives the events subscribed to (har.go); nil ignores them.
+	events func(method string, params json.RawMessage)
 }
 
 // bidiReply is a command's response: the result on success, else the
@@ -126,7 +129,8 @@ func (c *bidiConn) readLoop() {
 		}
 		var r bidiReply
 		if json.Unmarshal(data, &r) != nil || r.ID == nil {
-			continue // an event, or a message this client does not use
+			c.event(r.Type, data) // an event, or a message this client does not use
+			continue
 		}
 		c.mu.Lock()
 		ch := c.pending[*r.ID]

@@ -48,6 +48,9 @@ var builtinCounts = map[string]Counts{
 	// Issue 20: 8 fairness scenarios x 2 protocols x 6 iterations + 4
 	// latency scenarios x 2 protocols x 10 iterations, no warm-up.
 	"fairness": {Cells: 24, Samples: 176, Warmups: 0},
+	// Issue 27: 3 recorded pages x 2 networks x 2 protocols in Chromium,
+	// 10 loads each.
+	"recorded-pages": {Cells: 12, Samples: 120, Warmups: 12},
 	// check-parallel's plan: 4 grid points x 3 pages x 3 protocols, 20
 	// iterations.
 	"parallel-check": {Cells: 36, Samples: 720, Warmups: 36},
@@ -66,6 +69,7 @@ var quickCounts = map[string]int{
 	"three-sites":         12, // first and last site x 3, for each of the two clients
 	"size-bandwidth-grid": 6,  // 1 point x {5KB, 1MB} x 2 + gigabit cpu x 2
 	"parallel-check":      9,  // 1 grid point x 3 pages x 3
+	"recorded-pages":      8,  // first and last page x 2 networks x 2
 	"fairness":            12, // 10 Mbit/s 20 ms fairness of both queues + 4 latency scenarios, x 2 protocols x 2
 }
 
@@ -226,7 +230,7 @@ func TestBuiltinsList(t *testing.T) {
 		}
 	}
 	_, err := Builtin("degraded-network")
-	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, parallel-check)` {
+	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, recorded-pages, parallel-check)` {
 		t.Errorf("Builtin(typo) error = %v", err)
 	}
 }

@@ -48,7 +48,11 @@ type doc struct {
 	resolved          bool // a relative path was resolved against the plan's directory
 	// stacks are the contract stacks the plan declares (stacks:), their
 	// commands made absolute; declared in the registry (peers.Declare)
-	stacks []*peers.Stack
+	stacks        []*peers.Stack
+	missingBodies string // missing_bodies: "" (refuse), MissingRefuse or MissingFill
+	// harNotes are what the plan's HAR sites hold, one note each, in the
+	// order the plan names them (checked files only).
+	harNotes []string
 }
 
 // scenDoc is one entry of scenarios: a named scenario or a grid block.
@@ -125,7 +129,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "missing_bodies", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -137,7 +141,10 @@ type decoder struct {
 	file     string
 	baseDir  string // "" = do not resolve or check paths
 	errs     ErrorList
-	resolved bool // a relative path was made absolute
+	resolved bool     // a relative path was made absolute
+	missing  string   // the plan's missing_bodies, for checking HAR sites
+	harNotes []string // what the HAR sites hold (doc.harNotes)
+	harSeen  map[string]bool
 }
 
 func (d *decoder) fail(n *yaml.Node, path, msg string) {
@@ -519,6 +526,16 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			out.ccs = s
 		}
 	}
+	if v, ok := f["missing_bodies"]; ok {
+		if c, ok := d.choices(v.val, "missing_bodies", MissingPolicies); ok {
+			if len(c) != 1 {
+				d.fail(v.val, "missing_bodies", "one value: refuse or fill")
+			} else {
+				out.missingBodies = c[0]
+			}
+		}
+	}
+	d.missing = out.missingBodies
 	if v, ok := f["scenarios"]; ok {
 		d.scenarios(v.val, out)
 	} else {
@@ -530,6 +547,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 		d.errs = append(d.errs, &Error{File: d.file, Line: top.Line, Col: top.Column, Path: "tests", Msg: "missing (a plan needs at least one test, e.g. - test: ttfb)"})
 	}
 	out.resolved = d.resolved
+	out.harNotes = d.harNotes
 	return out, len(d.errs) == 0
 }
 
@@ -948,7 +966,12 @@ func (d *decoder) params(n *yaml.Node, path string, def *testDef) []paramVals {
 				good = false
 				continue
 			}
-			if pd.kind == kindSite && !contains(GeneratedSites, canon) {
+			if pd.kind == kindSite && IsHARSite(canon) {
+				if !d.harSite(it, ip, &canon) {
+					good = false
+					continue
+				}
+			} else if pd.kind == kindSite && !contains(GeneratedSites, canon) {
 				if p, ok := d.path(it, ip, canon, "a site directory"); ok {
 					canon = p
 					if d.baseDir != "" {
@@ -985,6 +1008,51 @@ func kindWord(k paramKind) string {
 		return "a duration such as 50ms"
 	}
 	return "a string"
+}
+
+// harSite resolves and checks a HAR site (a built-in page or a file):
+// the file must exist and be a HAR with a page to replay, and entries
+// without a body need missing_bodies: fill. Its summary becomes a note.
+func (d *decoder) harSite(n *yaml.Node, path string, site *string) bool {
+	if !isHARPath(*site) {
+		return d.harNote(n, path, *site)
+	}
+	p, ok := d.path(n, path, *site, "a HAR file")
+	if !ok {
+		return false
+	}
+	*site = p
+	if d.baseDir == "" {
+		return true
+	}
+	if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+		d.fail(n, path, fmt.Sprintf("HAR file %s does not exist (allowed: %s)", p, (&paramDef{kind: kindSite}).allowed()))
+		return false
+	}
+	return d.harNote(n, path, p)
+}
+
+// harNote summarises a HAR site once, checking its missing bodies.
+func (d *decoder) harNote(n *yaml.Node, path, site string) bool {
+	if d.harSeen[site] {
+		return true
+	}
+	if d.harSeen == nil {
+		d.harSeen = map[string]bool{}
+	}
+	d.harSeen[site] = true
+	s, err := HARSummary(site)
+	if err != nil {
+		d.fail(n, path, err.Error())
+		return false
+	}
+	problem, note := harCheck(site, s, d.missing)
+	if problem != "" {
+		d.fail(n, path, problem)
+		return false
+	}
+	d.harNotes = append(d.harNotes, note)
+	return true
 }
 
 // stackKeys are the fields of a contract stack's declaration.

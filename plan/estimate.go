@@ -570,10 +570,18 @@ func (m *estModel) pageLoad(n int, bytes int64, warm, inBrowser bool) time.Durat
 }
 
 // siteShape returns the requests (document included) and total bytes of a
-// site parameter: a generated site's shape, or a directory's files.
+// site parameter: a generated site's shape, a recorded page's entries, or
+// a directory's files.
 func siteShape(site string) (requests int, bytes int64) {
 	if s, ok := sites.Lookup(site); ok {
 		return s.Requests, s.Bytes
+	}
+	if IsHARSite(site) {
+		s, err := HARSummary(site)
+		if err != nil {
+			return estSiteFallbackRequests, estSiteFallbackBytes
+		}
+		return s.Served, s.Bytes
 	}
 	err := filepath.WalkDir(site, func(_ string, e fs.DirEntry, err error) error {
 		if err != nil {

@@ -95,6 +95,9 @@ func (e *expander) note(s string) {
 }
 
 func (e *expander) run() {
+	for _, n := range e.p.d.harNotes {
+		e.note(n)
+	}
 	e.scenarios()
 	if len(e.errs) > 0 {
 		return
@@ -688,6 +691,18 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 			if why := comboBrowserUnsupported(def, combo, client); why != "" {
 				candidates, reasons = nil, append(reasons, why)
 			}
+			if why := harClientUnsupported(factorValue(combo, "site"), factorValue(combo, "connection"), client); why != "" && candidates != nil {
+				if t.clients != nil {
+					candidates, reasons = nil, append(reasons, why)
+				} else {
+					e.note(fmt.Sprintf("%s: client %s skipped for site %s: %s", label, client, factorValue(combo, "site"), why))
+					for _, srv := range ep.servers {
+						k := stackKey(client, srv)
+						ep.protos[k] = append(ep.protos[k], []string{})
+					}
+					continue
+				}
+			}
 			for _, p := range candidates {
 				if mode := factorValue(combo, "mode"); mode != "" {
 					if why := modeUnsupported(mode, p); why != "" {
@@ -707,7 +722,7 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 					t.test, strings.Join(pv, ","), client, strings.Join(reasons, "; ")))
 				return ep, false
 			}
-			e.splitByServer(&ep, label, client, ps)
+			e.splitByServer(&ep, label, client, ps, factorValue(combo, "site"))
 		}
 	}
 	return ep, true
@@ -719,12 +734,16 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 // are skipped, with a note); the entry fails only when no server is left
 // with any, which the client's own checks already rule out for quicbench's
 // server.
-func (e *expander) splitByServer(ep *entryPlan, label, client string, ps []string) {
+func (e *expander) splitByServer(ep *entryPlan, label, client string, ps []string, site string) {
 	for _, srv := range ep.servers {
 		var kept []string
 		cand := ps
 		if why := benchServerUnsupported(ep.def, client, srv); why != "" {
 			e.note(fmt.Sprintf("%s: server %s skipped for client %s: %s", label, srv, client, why))
+			cand = nil
+		}
+		if why := harServerUnsupported(site, srv); why != "" {
+			e.note(fmt.Sprintf("%s: server %s skipped: %s", label, srv, why))
 			cand = nil
 		}
 		for _, p := range cand {

@@ -273,6 +273,10 @@ func (p *Plan) Hash() string {
 		// pinned endpoints compete for other CPUs than unpinned ones
 		fmt.Fprintf(h, "pin\n")
 	}
+	if p.d.missingBodies == MissingFill {
+		// recorded pages' missing bodies are served as filler
+		fmt.Fprintf(h, "missing_bodies=fill\n")
+	}
 	if p.d.precision > 0 {
 		// adaptive: the rule decides how many samples each group gets
 		fmt.Fprintf(h, "precision=%g\n", p.d.precision)

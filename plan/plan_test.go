@@ -234,7 +234,7 @@ scenario:
   - name: a
 tests:
   - test: ttfb
-`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, stacks, scenarios, tests)\n" +
+`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, stacks, missing_bodies, scenarios, tests)\n" +
 			"plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)"},
 		{"unknown param", `
 scenarios: [{name: a}]
@@ -377,11 +377,11 @@ tests: [{test: ttfb}]
 		{"missing site", `
 scenarios: [{name: a}]
 tests: [{test: site}]
-`, `plan.yaml:3:9: tests[0].params.site: missing: site needs a site (allowed: site-39x3mb, site-19x1mb, site-56x2mb, or a directory path such as ./mysite)`},
+`, `plan.yaml:3:9: tests[0].params.site: missing: site needs a site (allowed: site-39x3mb, site-19x1mb, site-56x2mb (generated sites), har-1x20, har-6x70, har-15x120 (recorded pages), a HAR file such as ./page.har, or a directory path such as ./mysite)`},
 		{"unknown site", `
 scenarios: [{name: a}]
 tests: [{test: site, params: {site: site-1x1mb}}]
-`, `plan.yaml:3:37: tests[0].params.site: "site-1x1mb": unknown generated site (a directory must be written as a path, e.g. ./site-1x1mb) (allowed: site-39x3mb, site-19x1mb, site-56x2mb, or a directory path such as ./mysite)`},
+`, `plan.yaml:3:37: tests[0].params.site: "site-1x1mb": unknown generated site (a directory must be written as a path, e.g. ./site-1x1mb) (allowed: site-39x3mb, site-19x1mb, site-56x2mb (generated sites), har-1x20, har-6x70, har-15x120 (recorded pages), a HAR file such as ./page.har, or a directory path such as ./mysite)`},
 		{"types", `
 iterations: ten
 warmup: maybe
@@ -420,7 +420,7 @@ tests: []
 `, `plan.yaml:3:8: tests: empty list: the plan would have zero cells (give at least one of tests)`},
 		{"not a mapping", `- a
 - b
-`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, stacks, scenarios, tests, got a list`},
+`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, stacks, missing_bodies, scenarios, tests, got a list`},
 		{"empty", ``, `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"comment only", "# nothing\n", `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"syntax", "scenarios: [\n", `plan.yaml:1: YAML syntax: did not find expected node content`},
@@ -433,7 +433,7 @@ tests: [{test: ttfb}]
 `, `plan.yaml:4:1: tests: duplicate key`},
 		{"no suggestion for a distant key", `
 base: &b {test: ttfb}
-`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, stacks, scenarios, tests)
+`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, stacks, missing_bodies, scenarios, tests)
 plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)
 plan.yaml:2:1: tests: missing (a plan needs at least one test, e.g. - test: ttfb)`},
 		{"merge key", `
@@ -733,7 +733,7 @@ tests:
 	_, err = Load(path)
 	want := path + ":4:12: scenarios[0].trace: \"traces/lte\": cannot read " + filepath.Join(dir, "traces/lte.down") + ": no such file or directory\n" +
 		path + ":7:21: tests[0].params.site[0]: \"./mysite\": site directory " + filepath.Join(dir, "mysite") +
-		" does not exist (allowed: site-39x3mb, site-19x1mb, site-56x2mb, or a directory path such as ./mysite)"
+		" does not exist (allowed: site-39x3mb, site-19x1mb, site-56x2mb (generated sites), har-1x20, har-6x70, har-15x120 (recorded pages), a HAR file such as ./page.har, or a directory path such as ./mysite)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error\n%v\nwant\n%s", err, want)
 	}

@@ -105,6 +105,10 @@ func (p *Plan) render() []byte {
 		}
 		top.add("stacks", list)
 	}
+	if d.missingBodies == MissingFill {
+		// Only when filling: plans without recorded pages keep their text.
+		top.add("missing_bodies", scalar(MissingFill))
+	}
 
 	scen := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, s := range d.scenarios {

@@ -193,7 +193,8 @@ func (p *paramDef) allowed() string {
 	case kindEnum:
 		return strings.Join(p.enum, ", ")
 	case kindSite:
-		return strings.Join(GeneratedSites, ", ") + ", or a directory path such as ./mysite"
+		return strings.Join(GeneratedSites, ", ") + " (generated sites), " + strings.Join(RecordedPages, ", ") +
+			" (recorded pages), a HAR file such as ./page.har, or a directory path such as ./mysite"
 	}
 	return ""
 }
@@ -251,13 +252,16 @@ func (p *paramDef) parseValue(v string, isInt bool) (string, string) {
 				return v, ""
 			}
 		}
+		if slices.Contains(RecordedPages, v) {
+			return v, ""
+		}
 		if v == "" {
 			return "", "empty site"
 		}
 		if strings.ContainsAny(v, "\n\r\t") {
 			return "", "site path contains a control character"
 		}
-		if !strings.ContainsRune(v, '/') && !strings.HasPrefix(v, ".") {
+		if !strings.ContainsRune(v, '/') && !strings.HasPrefix(v, ".") && !isHARPath(v) {
 			return "", "unknown generated site (a directory must be written as a path, e.g. ./" + v + ")"
 		}
 		return v, ""
@@ -436,7 +440,7 @@ func TestParams(test string) []ParamInfo {
 		case kindEnum:
 			pi.Examples = slices.Clone(d.enum)
 		case kindSite:
-			pi.Examples = slices.Clone(GeneratedSites)
+			pi.Examples = append(slices.Clone(GeneratedSites), RecordedPages...)
 		}
 		if d.def != "" && !slices.Contains(pi.Examples, d.def) {
 			pi.Examples = append([]string{d.def}, pi.Examples...)

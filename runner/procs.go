@@ -9,6 +9,7 @@ import (
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/child"
 	"github.com/quicbench/quicbench/internal/control"
+	"github.com/quicbench/quicbench/internal/hostmap"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/workload"
 )
@@ -69,6 +70,9 @@ type agentProc struct {
 
 func startAgent(ctx context.Context, tb *netns.Testbed, exe string) (*agentProc, error) {
 	cmd := tb.Command(context.WithoutCancel(ctx), netns.Client, exe, "agent")
+	// A mount namespace of its own, where a replay's host names may be
+	// mapped for its browsers (package hostmap).
+	hostmap.PrivateMounts(cmd.SysProcAttr)
 	c, err := child.Start(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("start client agent: %w", err)

@@ -130,6 +130,7 @@ type run struct {
 	links   map[string]spec.Link // every cell's link specs, parsed once before the samples
 	siteDir string
 	sites   map[string]string // site parameter value -> served site name
+	replay  *replayRun        // the recorded pages replayed (replay.go); nil for none
 	// envMu guards runRec.Env, which every testbed's recordEnv updates.
 	envMu sync.Mutex
 	// slots are the testbeds, each with its server and agent (one for a
@@ -461,6 +462,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.prepareSites(); err != nil {
 		return err
 	}
+	if err := r.finishReplay(ctx); err != nil {
+		return err
+	}
 	if err := r.checkPeers(ctx); err != nil {
 		return err
 	}
@@ -673,6 +677,13 @@ func (r *run) prepareSites() error {
 		if _, done := r.sites[v]; done {
 			continue
 		}
+		if plan.IsHARSite(v) {
+			// replayed, not served as files (replay.go)
+			if _, err := r.addReplaySite(v); err != nil {
+				return err
+			}
+			continue
+		}
 		if shape, ok := sites.Lookup(v); ok {
 			if r.siteDir == "" {
 				d, err := os.MkdirTemp("", "quicbench-sites-")
@@ -707,6 +718,11 @@ func (r *run) requestParams(c *model.Cell) (plan.Params, error) {
 	}
 	if served, ok := r.sites[p.Site]; ok && c.Test == plan.TestSite {
 		p.Site, _, _ = strings.Cut(served, "=")
+	}
+	if r.replay != nil && c.Test == plan.TestSite {
+		if name, ok := r.replay.byParam[p.Site]; ok {
+			p.Site = name
+		}
 	}
 	return p, nil
 }

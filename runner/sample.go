@@ -91,6 +91,13 @@ func (r *slot) serverArgs(impl, cc string) ([]string, error) {
 	for _, s := range sortedValues(r.sites) {
 		args = append(args, "--site", s)
 	}
+	if impl == model.ServerQuicbench {
+		ra, err := r.replayServerArgs() // runner/replay.go
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, ra...)
+	}
 	if kl := r.serverKeyLog(impl); kl != "" {
 		args = append(args, "--keylog", kl) // runner/capture.go
 	}
@@ -249,11 +256,15 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		Contract: clientDecl(c.Client),
 	}
 
+	replaying, err := r.replayBegin(c, &req) // runner/replay.go
+	if err != nil {
+		return nil, err
+	}
 	if r.capt != nil {
 		req.KeyLog = r.capt.clientKeys
 	}
 	var w window
-	sc := r.captureBegin(capturePorts(info.Port, info.PlainPort)) // runner/capture.go
+	sc := r.captureBegin(replayCapturePorts(capturePorts(info.Port, info.PlainPort), req.Replay)) // runner/capture.go, replay.go
 	defer sc.cleanup()
 	w.before = r.snapshot(false)
 	w.start = time.Now()
@@ -315,6 +326,9 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	cpuMetrics(s.Metrics, s.CPU, res.Bytes, !res.ClientCPUUnavailable, srvCPU, s.Status == model.StatusOK)
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
 	s.Warnings = append(s.Warnings, w.warnings(c, up, down, s, res)...)
+	if replaying {
+		r.replayEnd(s, c.Protocol)
+	}
 
 	if s.Metrics[workload.WireTimed] == 1 {
 		wireMetrics(c, s, sc, res.Bytes)

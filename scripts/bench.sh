@@ -5,8 +5,9 @@
 # (veth, plain forwarding) where one exists, because shared machines are noisy.
 #
 #   bash scripts/bench.sh            # everything (about 10 minutes on 2 cores)
-#   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, pipeline, capture
+#   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, replay, pipeline, capture
 #   bash scripts/bench.sh quic-queue # an experiment, not in "all": see below
+#   bash scripts/bench.sh stacks     # every stack against quicbench's own, not in "all"
 #
 # Output: the `go test -bench` lines (custom units such as Gbit/s, p50-err-us,
 # emu/veth-%, net-pct, taken-pct, s/report), also kept in bench-results.txt.
@@ -59,6 +60,13 @@ case $group in all | report)
 	bench ./report/ 'BenchmarkHTML100k|BenchmarkText100k' 1x
 	;;
 esac
+case $group in all | replay)
+	# A recorded page of 120 entries and 5 MB prepared for a run (the
+	# runner's index and layout, the server's bodies and compression):
+	# target under 1 s; s/prepare (wall) and cpu-s/prepare.
+	bench ./endpoint/replay/ 'BenchmarkPrepare120x5MB' 5x
+	;;
+esac
 case $group in all | capture)
 	# capture: pcap: the tap's and the writer's CPU per packet, then goodput
 	# and emulator CPU with and without a capture at 100 Mbit/s and 1 Gbit/s
@@ -72,6 +80,13 @@ case $group in all | capture)
 esac
 case $group in capture-answer)
 	go test -v -run '^$' -bench 'BenchmarkCaptureSameAnswer' -benchtime 1x -count 1 -timeout 60m ./runner/ 2>&1 | tee -a "$out"
+	;;
+esac
+case $group in stacks)
+	# Every stack's server and fetch client: goodput and CPU per MB of 50 MB
+	# downloads over the unimpaired link, against quicbench's own in the
+	# same interleaved run (docs/performance.md, "Stacks"; about 5 minutes).
+	go test -v -run '^$' -bench 'BenchmarkStackCost' -benchtime 1x -count 1 -timeout 60m ./runner/ 2>&1 | tee -a "$out"
 	;;
 esac
 case $group in quic-queue)

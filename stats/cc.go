@@ -11,17 +11,38 @@ import (
 // Controllers names the congestion controls the cell's connections ran,
 // as its valid samples recorded them (TransportStats.CongestionAlgo): the
 // server's side, which sends the responses, or the client's when the
-// server reported none; e.g. "quic-go NewReno", "kernel Cubic". Several
-// are joined with "/"; "" when no sample recorded one.
+// server reported none; e.g. "quic-go NewReno", "kernel Cubic". Only the
+// connections of the cell's protocol count when there are any (an h3
+// cell's QUIC connections, not a TCP connection beside them). Several are
+// joined with "/"; "" when no sample recorded one.
 func (c *CellStats) Controllers() string {
-	side := "server"
-	if !slices.ContainsFunc(c.Samples, func(s *model.Sample) bool { return hasAlgo(s, "server") }) {
+	kind := "tcp"
+	if model.IsQUIC(c.Cell.Protocol) {
+		kind = "quic"
+	}
+	has := func(side, kind string) bool {
+		return slices.ContainsFunc(c.Samples, func(s *model.Sample) bool {
+			return slices.ContainsFunc(s.Transport, func(t model.TransportStats) bool {
+				return t.CongestionAlgo != "" && sideName(t.Side) == side && (kind == "" || t.Kind == kind)
+			})
+		})
+	}
+	// The server's connections of the cell's protocol, else the client's,
+	// else whichever side recorded any.
+	side, ofKind := "server", true
+	switch {
+	case has("server", kind):
+	case has("client", kind):
 		side = "client"
+	case has("server", ""):
+		ofKind = false
+	default:
+		side, ofKind = "client", false
 	}
 	var out []string
 	for _, s := range c.Samples {
 		for _, t := range s.Transport {
-			if t.CongestionAlgo == "" || sideName(t.Side) != side {
+			if t.CongestionAlgo == "" || sideName(t.Side) != side || (ofKind && t.Kind != kind) {
 				continue
 			}
 			who := "kernel"
@@ -48,12 +69,6 @@ func sideName(s string) string {
 	return "client"
 }
 
-func hasAlgo(s *model.Sample, side string) bool {
-	return slices.ContainsFunc(s.Transport, func(t model.TransportStats) bool {
-		return t.CongestionAlgo != "" && sideName(t.Side) == side
-	})
-}
-
 // Controllers states which congestion controls the two cells of a
 // comparison ran, e.g. "h3: quic-go NewReno; h2: kernel Cubic", so that a
 // protocol comparison says when it compares two controllers as well.
@@ -73,13 +88,13 @@ func (c *Comparison) Controllers() string {
 
 // MatchedCC reports whether both cells' senders ran the same algorithm
 // (Cubic against Cubic, whatever the stacks): false when they differ, or
-// when either recorded none.
+// when either recorded none or several.
 func (c *Comparison) MatchedCC() bool {
 	algos := func(cs *CellStats) []string {
 		l := cs.Controllers()
 		var out []string
 		for _, part := range strings.Split(l, "/") {
-			if i := strings.LastIndexByte(part, ' '); i >= 0 {
+			if i := strings.LastIndexByte(part, ' '); i >= 0 && !slices.Contains(out, part[i+1:]) {
 				out = append(out, part[i+1:])
 			}
 		}

@@ -33,6 +33,18 @@ func TestControllers(t *testing.T) {
 	if got := browser.Controllers(); got != "aioquic Cubic" {
 		t.Errorf("client side only: %q", got)
 	}
+	// An h3 cell's QUIC connections speak for it, not a TCP connection
+	// beside them; a server that reports only TCP leaves it to the client.
+	mixed := ccCell(model.ProtoH3, "", model.TransportStats{Kind: "quic", Side: "server", CongestionAlgo: "reno"},
+		model.TransportStats{Kind: "tcp", Side: "server", CongestionAlgo: "reno"})
+	if c := (&Comparison{A: mixed, B: h3}); c.A.Controllers() != "quic-go NewReno" || !c.MatchedCC() {
+		t.Errorf("h3 beside a TCP connection: %q matched %v", c.A.Controllers(), c.MatchedCC())
+	}
+	caddy := ccCell(model.ProtoH3, "caddy", model.TransportStats{Kind: "tcp", Side: "server", CongestionAlgo: "reno"},
+		model.TransportStats{Kind: "quic", Side: "client", CongestionAlgo: "reno"})
+	if got := caddy.Controllers(); got != "quic-go NewReno" {
+		t.Errorf("a server reporting TCP only: %q", got)
+	}
 	if got := (&Comparison{A: ccCell(model.ProtoH3, ""), B: ccCell(model.ProtoH2, "")}).Controllers(); got != "" {
 		t.Errorf("nothing recorded: %q", got)
 	}

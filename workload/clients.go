@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
+	"github.com/quicbench/quicbench/har"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
 )
@@ -44,6 +45,25 @@ type ClientImpl struct {
 	// --proto, --addr, --ca, --insecure, --timeout and --json.
 	FetchPage  PageFetcher
 	FetchFlags []string
+	// ReplayHint, when set, says how a user points the client at a replay
+	// served by hand (`quicbench replay --serve`): the recorded host names
+	// and their addresses, the origins (host:port) and the certificates'
+	// SPKI pin.
+	ReplayHint func(hosts map[string]string, origins []string, spki string) string
+	// Record loads a page once and returns it as a HAR with every
+	// response body (`quicbench record`); nil for a client that cannot.
+	Record func(ctx context.Context, o RecordSpec) (*har.HAR, error)
+}
+
+// RecordSpec is what `quicbench record` asks a browser client for: one
+// load of URL over Proto (h2, h1, or h1c for an http URL) in a fresh
+// profile with its cache disabled, trusting a certificate by its pin
+// SPKI when set, then Quiet of network silence after the load event, all
+// within Timeout. Args are extra browser switches the user gave.
+type RecordSpec struct {
+	URL, Proto, SPKI string
+	Timeout, Quiet   time.Duration
+	Args             []string
 }
 
 var (
@@ -143,6 +163,10 @@ type PageFetch struct {
 	SPKI       string        // a certificate pin (base64 SHA-256 of its SubjectPublicKeyInfo), for browsers that take one
 	KeyLog     string        // a file to append TLS secrets to, for browsers that write them
 	Timeout    time.Duration // the load's limit (0: the browser's default)
+	// HAR, when set, takes a HAR of each load (--har; browsers that record
+	// one), with the response bodies when HARBodies (--har-bodies).
+	HAR       func(*har.HAR)
+	HARBodies bool
 }
 
 // PageFetcher loads url as o says and returns what the browser measured.

@@ -70,6 +70,8 @@ type Request struct {
 	// client's crypto/tls and quic-go, the browsers, the client programs of
 	// the peer program protocol, ngtcp2's through GnuTLS).
 	KeyLog string `json:"keylog,omitempty"`
+	// Replay is set for a site sample of a recorded page (replay.go).
+	Replay *Replay `json:"replay,omitempty"`
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -124,6 +126,10 @@ type Executor struct {
 	Clients map[string]ClientImpl
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
+	// Resolve makes recorded host names resolve to their replay addresses
+	// for the browsers of a replay sample; nil installs the mapping with
+	// package hostmap (in the agent's own mount namespace).
+	Resolve func(hosts map[string]string) error
 }
 
 // Execute takes one sample. It never returns a nil Result: failures are
@@ -207,6 +213,12 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	st, impl, err := e.clientFor(req.Client, req.Contract)
 	if err != nil {
 		return nil, err
+	}
+	if req.Replay != nil {
+		if req.Test != plan.TestSite {
+			return nil, fmt.Errorf("a recorded page is loaded by the site test, not %s", req.Test)
+		}
+		return e.replaySample(ctx, req, r, st, impl)
 	}
 	if st != nil {
 		switch st.Client.Kind {
@@ -396,6 +408,9 @@ func (e *Executor) browserSample(ctx context.Context, req Request, r run, st *pe
 		return nil, fmt.Errorf("client %s measures cold loads only, not connection warm", req.Client)
 	}
 	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + pathFor(req, r)
+	if req.Replay != nil {
+		u = req.Replay.PageURL
+	}
 	return load(ctx, req, u)
 }
 

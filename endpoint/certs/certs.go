@@ -77,6 +77,22 @@ func NewCA() (*CA, error) {
 // its chain) valid for every name given: IP addresses become IP SANs, the
 // rest DNS SANs. At least one name is required.
 func (ca *CA) Issue(names ...string) (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("certs: generating leaf key: %w", err)
+	}
+	return ca.IssueWithKey(key, names...)
+}
+
+// IssueWithKey is Issue for a given key pair. Leaves issued with one key
+// share their SubjectPublicKeyInfo, and so their SPKIHash: a replay mints
+// one leaf per server name (as Web Page Replay does) with the key of the
+// server's own leaf, and a client that pins that key (Chromium's
+// --ignore-certificate-errors-spki-list) accepts all of them.
+func (ca *CA) IssueWithKey(key *ecdsa.PrivateKey, names ...string) (tls.Certificate, error) {
+	if key == nil {
+		return tls.Certificate{}, errors.New("certs: IssueWithKey needs a key")
+	}
 	if len(names) == 0 {
 		return tls.Certificate{}, errors.New("certs: Issue needs at least one IP address or DNS name")
 	}
@@ -108,10 +124,6 @@ func (ca *CA) Issue(names ...string) (tls.Certificate, error) {
 	now := time.Now()
 	tmpl.NotBefore = now.Add(-backdate)
 	tmpl.NotAfter = now.Add(leafValidity)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("certs: generating leaf key: %w", err)
-	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		return tls.Certificate{}, fmt.Errorf("certs: signing leaf: %w", err)

@@ -93,6 +93,9 @@ type ServerConfig struct {
 	// when a connection is accepted; the function it returns, if not nil,
 	// receives that connection's final statistics when it ends.
 	OnAccept func(remote string) (onClose func(model.TransportStats))
+	// OnConn, if set, is called for every accepted connection with the
+	// server name the client sent (SNI) and the negotiated ALPN.
+	OnConn func(serverName, alpn string)
 	// Logf reports errors that have no caller to return to.
 	Logf func(format string, args ...any)
 }
@@ -178,6 +181,10 @@ func (s *Server) accept() {
 		s.conns[conn] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
+		if s.cfg.OnConn != nil {
+			st := conn.ConnectionState().TLS
+			s.cfg.OnConn(st.ServerName, st.NegotiatedProtocol)
+		}
 		var onClose func(model.TransportStats)
 		if s.cfg.OnAccept != nil {
 			onClose = s.cfg.OnAccept(conn.RemoteAddr().String())

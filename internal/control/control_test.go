@@ -282,13 +282,13 @@ func TestTable(t *testing.T) {
 			seen[op] = true
 		}
 	}
-	for _, op := range []Op{Ping, CPU, Stats, Quit, Run, ClientVersion, Listen, Transfer, Mark} {
+	for _, op := range []Op{Ping, CPU, Stats, Quit, ReplayBegin, ReplayEnd, Run, ClientVersion, Listen, Transfer, Mark} {
 		if !seen[op] {
 			t.Errorf("%s belongs to no role", op)
 		}
 	}
-	if len(seen) != 9 {
-		t.Errorf("%d operations in the table, want 9", len(seen))
+	if len(seen) != 11 {
+		t.Errorf("%d operations in the table, want 11", len(seen))
 	}
 }
 

@@ -43,6 +43,12 @@ const (
 	Stats Op = "stats"
 	// Quit ends the server: nothing -> nothing, then the server closes.
 	Quit Op = "quit"
+	// ReplayBegin starts a replay sample on the server: which archive to
+	// answer from and over which protocol (endpoint.ReplayBegin) ->
+	// nothing; the server's replay counts start from zero.
+	ReplayBegin Op = "replay-begin"
+	// ReplayEnd ends it: nothing -> what was served (replay.Stats).
+	ReplayEnd Op = "replay-end"
 	// Run runs one test in the agent: workload.Request -> workload.Result.
 	Run Op = "run"
 	// ClientVersion asks the agent which program its samples of a client
@@ -66,7 +72,7 @@ const (
 // serving side of each role handles exactly these (its tests check it),
 // and a Client of the role sends no other.
 var Table = map[Role][]Op{
-	RoleServer:     {Ping, CPU, Stats, Quit},
+	RoleServer:     {Ping, CPU, Stats, Quit, ReplayBegin, ReplayEnd},
 	RoleAgent:      {Ping, CPU, Run, ClientVersion},
 	RoleBulkServer: {Listen},
 	RoleBulkClient: {Transfer},

@@ -6,6 +6,7 @@ package rtnl
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync/atomic"
@@ -301,4 +302,30 @@ func IfIndex(name string) (int, error) {
 		return 0, fmt.Errorf("interface %s: %w", name, err)
 	}
 	return int(ifr.Uint32()), nil
+}
+
+// AddAddrs adds the IPv4 addresses to interface name in the calling
+// thread's network namespace, each with its prefix length (an address
+// already there is left as it is). A /32 adds no route: the addresses of
+// a subnet the interface already routes are reachable with their
+// interface's route.
+func AddAddrs(name string, addrs ...netip.Prefix) error {
+	nl, err := Open()
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	idx, err := IfIndex(name)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if !a.Addr().Is4() {
+			return fmt.Errorf("add address %s: IPv4 only", a)
+		}
+		if err := nl.addrAdd(idx, a); err != nil && !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+	}
+	return nil
 }

@@ -16,11 +16,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/har"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/workload"
@@ -36,8 +38,11 @@ func init() {
 
 // options are a sample's browser options: the cell's protocol forced, the
 // server's certificate pinned, the HTTP cache disabled.
+// A sample of a recorded page (req.Replay) maps every recorded host name to
+// its origin's address and, for h3, forces QUIC on every origin
+// (browser.Options.ReplayOptions).
 func options(req workload.Request, url string) browser.Options {
-	return browser.Options{
+	o := browser.Options{
 		URL:          url,
 		Protocol:     req.Protocol,
 		SPKIHash:     req.Target.SPKI,
@@ -45,6 +50,10 @@ func options(req workload.Request, url string) browser.Options {
 		DisableCache: true,
 		KeyLogFile:   req.KeyLog,
 	}
+	if req.Replay != nil {
+		o.ReplayOptions(req.Replay.Hosts, req.Replay.Origins)
+	}
+	return o
 }
 
 func newClient(workload.ClientEnv) workload.ClientImpl {
@@ -65,7 +74,9 @@ func newClient(workload.ClientEnv) workload.ClientImpl {
 		},
 		Version:    Version,
 		FetchPage:  fetchPage,
-		FetchFlags: []string{"spki", "server-name", "keylog"},
+		FetchFlags: []string{"spki", "server-name", "keylog", "har", "har-bodies"},
+		ReplayHint: replayHint,
+		Record:     record,
 	}
 }
 
@@ -132,7 +143,17 @@ func fetchPage(ctx context.Context, o workload.PageFetch, url string) (*browser.
 		}
 		opts.SPKIHash = pin
 	}
-	res, err := browser.Load(ctx, opts)
+	var res *browser.Result
+	var err error
+	if o.HAR != nil {
+		var h *har.HAR
+		res, h, err = browser.LoadHAR(ctx, opts, o.HARBodies)
+		if h != nil {
+			o.HAR(h)
+		}
+	} else {
+		res, err = browser.Load(ctx, opts)
+	}
 	var oe *browser.OptionError
 	switch {
 	case errors.Is(err, browser.ErrNoBrowser):
@@ -171,4 +192,23 @@ func serverSPKI(ctx context.Context, addr, proto string, conf *tls.Config) (stri
 		return "", fmt.Errorf("%s sent no certificate", addr)
 	}
 	return browser.SPKIHash(chain[0]), nil
+}
+
+// replayHint is how a user points Chromium at a replay served by hand: the
+// host mapping and the pin as switches, and for h3 the origins to reach
+// over QUIC directly.
+func replayHint(hosts map[string]string, origins []string, spki string) string {
+	return fmt.Sprintf("--host-resolver-rules=%q --ignore-certificate-errors-spki-list=%s\n  for h3 also --origin-to-force-quic-on=%s",
+		browser.HostResolverRules(hosts), spki, strings.Join(origins, ","))
+}
+
+// record is `quicbench record` in headless Chromium: the DevTools
+// protocol's network events and response bodies as a HAR (browser.Record).
+func record(ctx context.Context, o workload.RecordSpec) (*har.HAR, error) {
+	opts := browser.Options{Protocol: o.Proto, SPKIHash: o.SPKI, Timeout: o.Timeout, ExtraArgs: o.Args}
+	h, err := browser.Record(ctx, opts, o.URL, browser.RecordOptions{Quiet: o.Quiet})
+	if errors.Is(err, browser.ErrNoBrowser) {
+		return nil, fmt.Errorf("%w: %v (install chromium)", peers.ErrNotInstalled, err)
+	}
+	return h, err
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/quicbench/quicbench/browser"
 	driver "github.com/quicbench/quicbench/firefox"
+	"github.com/quicbench/quicbench/har"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/peers"
@@ -35,8 +36,11 @@ func init() {
 
 // options are a sample's browser options: the cell's protocol forced, the
 // server's CA trusted in the profile, the HTTP cache disabled.
+// A sample of a recorded page (req.Replay) resolves host names through the
+// agent's host mapping only and, for h3, maps every origin to HTTP/3
+// (driver.Options.ReplayOptions).
 func options(req workload.Request, url string) driver.Options {
-	return driver.Options{
+	o := driver.Options{
 		URL:          url,
 		Protocol:     req.Protocol,
 		CAPEM:        []byte(req.Target.CAPEM),
@@ -44,6 +48,10 @@ func options(req workload.Request, url string) driver.Options {
 		DisableCache: true,
 		KeyLogFile:   req.KeyLog,
 	}
+	if req.Replay != nil {
+		o.ReplayOptions(req.Replay.Origins)
+	}
+	return o
 }
 
 func newClient(workload.ClientEnv) workload.ClientImpl {
@@ -65,7 +73,8 @@ func newClient(workload.ClientEnv) workload.ClientImpl {
 		},
 		Version:    Version,
 		FetchPage:  fetchPage,
-		FetchFlags: []string{"keylog"},
+		FetchFlags: []string{"keylog", "har"},
+		ReplayHint: replayHint,
 	}
 }
 
@@ -89,7 +98,17 @@ func Version(ctx context.Context) (string, error) {
 // Insecure, writing its TLS secrets to KeyLog when set (SSLKEYLOGFILE).
 func fetchPage(ctx context.Context, o workload.PageFetch, url string) (*browser.Result, error) {
 	opts := driver.Options{URL: url, Protocol: o.Proto, AcceptInsecureCerts: o.Insecure, CAPEM: o.CAPEM, DisableCache: true, Timeout: o.Timeout, KeyLogFile: o.KeyLog}
-	res, err := driver.Load(ctx, opts)
+	var res *browser.Result
+	var err error
+	if o.HAR != nil {
+		var h *har.HAR
+		res, h, err = driver.LoadHAR(ctx, opts)
+		if h != nil {
+			o.HAR(h)
+		}
+	} else {
+		res, err = driver.Load(ctx, opts)
+	}
 	var oe *driver.OptionError
 	switch {
 	case errors.Is(err, driver.ErrNoFirefox) || errors.Is(err, driver.ErrNoCertutil):
@@ -146,4 +165,11 @@ func check(ctx context.Context, _ string) (version, detail string, err error) {
 		return v, "", fmt.Errorf("%s (%s) started, but closing it failed: %v", exe, v, err)
 	}
 	return v, fmt.Sprintf("%s (started headless in %v)", exe, took.Round(10*time.Millisecond)), nil
+}
+
+// replayHint is how a user points Firefox at a replay served by hand: the
+// names resolve through /etc/hosts (run it as quicbench replay's COMMAND),
+// and for h3 every origin is mapped to HTTP/3.
+func replayHint(_ map[string]string, origins []string, _ string) string {
+	return fmt.Sprintf("names through /etc/hosts (run it as the COMMAND); for h3 network.http.http3.alt-svc-mapping-for-testing=%q", driver.H3Mappings(origins))
 }

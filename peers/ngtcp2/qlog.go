@@ -256,18 +256,24 @@ const (
 	cubicBeta = 0.7
 	renoBeta  = 0.5
 	betaSlack = 0.06
+	// minCwnd bounds ngtcp2's minimum window (2 maximum-size datagrams,
+	// at most 2 x 1500 bytes): a decrease that ends there was cut short by
+	// the floor, so its ratio is neither algorithm's (NewReno halving 3
+	// datagrams' window to the floor of 2 keeps two thirds, Cubic's 0.7).
+	minCwnd = 3000
 )
 
 // fingerprint tells the congestion control from the window's reductions:
 // the median ratio of each reduction that keeps more than a quarter of the
-// window (persistent congestion's collapse to the minimum window is none
-// of the algorithms' decrease). It returns "" when the window never fell
+// window and ends above the minimum window (persistent congestion's
+// collapse, and a decrease the floor cut short, are none of the
+// algorithms' decrease). It returns "" when the window never fell
 // (nothing was lost) or its ratios match neither algorithm's decrease.
 func (t *trace) fingerprint() (algo string, reductions int) {
 	var ratios []float64
 	for i := 1; i < len(t.cwnds); i++ {
 		r := t.cwnds[i] / t.cwnds[i-1]
-		if r < 1 && r > 0.25 {
+		if r < 1 && r > 0.25 && t.cwnds[i] > minCwnd {
 			ratios = append(ratios, r)
 		}
 	}

@@ -85,6 +85,8 @@ func TestFingerprint(t *testing.T) {
 		{[]int{14520, 60000, 2400, 9000}, ""},                               // persistent congestion only
 		{[]int{14520, 60000, 52000, 60000, 54000}, ""},                      // neither's decrease
 		{[]int{14520, 100000, 70000, 100000, 20000, 30000, 21000}, "cubic"}, // a collapse among Cubic's
+		{[]int{14520, 7260, 3630, 2904, 4356, 2904}, "reno"},                // halvings, two cut short by the floor
+		{[]int{14520, 4356, 2904}, ""},                                      // only a decrease the floor cut short
 	} {
 		if got, _ := series(c.cwnds...).fingerprint(); got != c.want {
 			t.Errorf("%v: %q, want %q", c.cwnds, got, c.want)
