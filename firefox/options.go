@@ -94,7 +94,11 @@ type Options struct {
 	DisableCache bool
 
 	// Prefs are Firefox preferences set in addition to (or instead of)
-	// those quicbench sets: a string, bool or int each.
+	// those quicbench sets: a string, bool or int each. A nil value
+	// removes a preference quicbench would set (Firefox's default then
+	// applies); the name "*" with a nil value removes all of them but the
+	// protocol's (see Options.prefs), for a profile as close to a fresh
+	// user's as the testbed allows.
 	Prefs map[string]any
 
 	// Output receives Firefox's stdout and stderr. Nil discards them.
@@ -178,9 +182,12 @@ func (o Options) validate(needURL bool) (Options, []*x509.Certificate, error) {
 	}
 	for name, v := range o.Prefs {
 		switch v.(type) {
-		case string, bool, int:
+		case string, bool, int, nil:
 		default:
-			return bad("Prefs", "%s: value %v (%T) is not a string, bool or int", name, v, v)
+			return bad("Prefs", "%s: value %v (%T) is not a string, bool, int or nil", name, v, v)
+		}
+		if name == AllPrefs && v != nil {
+			return bad("Prefs", "%s: only nil (remove quicbench's preferences), not %v", AllPrefs, v)
 		}
 		if name == "" {
 			return bad("Prefs", "empty preference name")

@@ -65,8 +65,17 @@ var quietPrefs = map[string]any{
 	"browser.newtabpage.activity-stream.feeds.system.topstories": false,
 }
 
+// AllPrefs is the name that, with a nil value in Options.Prefs, removes
+// every preference quicbench sets but the protocol's (HTTP/2 and HTTP/3
+// on or off, and for h3 the origin's mapping and
+// disable_when_third_party_roots_found): the profile closest to a fresh
+// user's that still trusts the test CA and reaches the origin over HTTP/3.
+const AllPrefs = "*"
+
 // prefs returns the preferences of a session, by name: quietPrefs, the
-// timer precision, the protocol's, the cache's, then Options.Prefs.
+// timer precision, the protocol's, the cache's, then Options.Prefs (a nil
+// value removes the preference; AllPrefs with nil removes all but the
+// protocol's before the others apply).
 //
 //   - privacy.reduceTimerPrecision=false: Firefox otherwise rounds every
 //     Performance API time to 1 ms; without the rounding they have about
@@ -82,6 +91,9 @@ var quietPrefs = map[string]any{
 //   - DisableCache: browser.cache.disk.enable and memory.enable false.
 func (o Options) prefs() map[string]any {
 	p := maps.Clone(quietPrefs)
+	if v, ok := o.Prefs[AllPrefs]; ok && v == nil {
+		p = map[string]any{}
+	}
 	switch o.Protocol {
 	case model.ProtoH1, model.ProtoH1C:
 		p["network.http.http2.enabled"] = false
@@ -93,11 +105,17 @@ func (o Options) prefs() map[string]any {
 		p["network.http.http3.alt-svc-mapping-for-testing"] = o.h3Mapping()
 		p["network.http.http3.disable_when_third_party_roots_found"] = false
 	}
-	if o.DisableCache {
+	if _, bare := o.Prefs[AllPrefs]; o.DisableCache && !bare {
 		p["browser.cache.disk.enable"] = false
 		p["browser.cache.memory.enable"] = false
 	}
-	maps.Copy(p, o.Prefs)
+	for name, v := range o.Prefs {
+		if v == nil {
+			delete(p, name)
+		} else {
+			p[name] = v
+		}
+	}
 	return p
 }
 

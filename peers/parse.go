@@ -144,6 +144,19 @@ func (s *Stack) Validate() error {
 		if m := c.Metric; m != nil && (m.Name == "" || m.Unit == "") {
 			bad("client.metric: give its name and unit")
 		}
+		for i, cv := range c.Caveats {
+			if !slices.Contains(c.Protocols, cv.Protocol) {
+				bad("client.caveats[%d].protocol: %q is not one of the client's protocols %v", i, cv.Protocol, c.Protocols)
+			}
+			if strings.TrimSpace(cv.Text) == "" {
+				bad("client.caveats[%d].text: empty", i)
+			}
+			for _, sv := range cv.Servers {
+				if !nameRE.MatchString(sv) {
+					bad("client.caveats[%d].servers: %q is no stack name", i, sv)
+				}
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s: %s", s.Origin, strings.Join(errs, "; "))

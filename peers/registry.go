@@ -216,6 +216,31 @@ type Client struct {
 	// MainProcess, for a browser, tells its main process among its
 	// processes (the fault trials kill it).
 	MainProcess *MainProcess `yaml:"main_process"`
+	// Caveats are what a report says under a test's comparisons when the
+	// test has this client's cells over a protocol from some servers: a
+	// known behaviour of the client that qualifies what those samples
+	// measure (Firefox's HTTP/3 against quic-go servers, docs/peers.md).
+	Caveats []Caveat `yaml:"caveats"`
+}
+
+// Caveat is one of a client's caveats: Text applies to its cells over
+// Protocol from the servers named in Servers (every server when empty).
+type Caveat struct {
+	Protocol string   `yaml:"protocol"`
+	Servers  []string `yaml:"servers"`
+	Text     string   `yaml:"text"`
+}
+
+// Applies reports whether the caveat covers a cell of its client over
+// proto from server ("" is quicbench's own server, the default).
+func (c Caveat) Applies(proto, server string) bool {
+	if proto != c.Protocol {
+		return false
+	}
+	if server == "" {
+		server = Own
+	}
+	return len(c.Servers) == 0 || slices.Contains(c.Servers, server)
 }
 
 // MainProcess tells a browser's main process: its executable's base name

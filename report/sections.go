@@ -120,6 +120,7 @@ type testView struct {
 	Comparisons          []cmpRow
 	Sites                []siteTable
 	Clients              []clientTable
+	Caveats              []string // the clients' caveats that apply to the test's cells (peers.Caveat)
 	HOL                  []chartGroup
 	Stream               []chartGroup
 	CPU                  []chartGroup
@@ -195,6 +196,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 		}
 	}
 	tv.Clients = clientTables(t)
+	tv.Caveats = caveats(t)
 	return tv, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -58,7 +59,11 @@ func options(req workload.Request, url string) browser.Options {
 func newClient(workload.ClientEnv) workload.ClientImpl {
 	return workload.ClientImpl{
 		Load: workload.SessionLoader(func(ctx context.Context, req workload.Request, url string) (workload.PageSession, error) {
-			s, err := browser.NewSession(ctx, options(req, url))
+			o := options(req, url)
+			if err := applyNetLog(&o, os.Getenv(netLogEnv)); err != nil {
+				return nil, err
+			}
+			s, err := browser.NewSession(ctx, o)
 			if err != nil {
 				return nil, err
 			}

@@ -57,11 +57,16 @@ func options(req workload.Request, url string) driver.Options {
 func newClient(workload.ClientEnv) workload.ClientImpl {
 	return workload.ClientImpl{
 		Load: workload.SessionLoader(func(ctx context.Context, req workload.Request, url string) (workload.PageSession, error) {
-			s, err := driver.NewSession(ctx, options(req, url))
+			o := options(req, url)
+			inv := agentInvestigation()
+			if err := inv.applyFirefox(&o); err != nil {
+				return nil, err
+			}
+			s, err := driver.NewSession(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return s, nil
+			return inv.wrapFirefox(s), nil
 		}),
 		Bench: func(ctx context.Context, req workload.Request, url string) ([]byte, error) {
 			return driver.Bench(ctx, options(req, url), workload.BenchResultJS)
