@@ -97,21 +97,10 @@ const (
 	// client->server direction, comes on top for the built-in client.
 	estRunnerOverhead = 3 * time.Millisecond
 
-	// estChromiumOverhead is what a Chromium sample costs beyond its page
-	// load: starting the browser with a fresh profile, then closing it and
-	// removing the profile (mean 0.60 s over the 36 Chromium samples of a
-	// quick run, 0.99 s over the 279 of a three-sites run).
-	// estChromiumPageWork is the browser's own work inside the load
-	// (renderer, parsing, layout, paint): about 120 ms on a clean link.
-	estChromiumOverhead = 800 * time.Millisecond
-	estChromiumPageWork = 120 * time.Millisecond
-	// estFirefoxOverhead is the same for Firefox: its start with a fresh
-	// profile (the test CA imported, prefs written) and its teardown; 1.75-
-	// 2.2 s mean per server over the 75 Firefox samples of an
-	// implementations run. estAioquicOverhead is what a sample of the
-	// aioquic client costs beyond its requests: the Python interpreter's
-	// start and imports, and its exit (0.44-0.63 s mean per cell there).
-	estFirefoxOverhead = 2 * time.Second
+	// estAioquicOverhead is what a sample of the aioquic client costs
+	// beyond its requests: the Python interpreter's start and imports, and
+	// its exit (0.44-0.63 s mean per cell over the 75 aioquic samples of an
+	// implementations run). The browsers' figures are in browsers.go.
 	estAioquicOverhead = 500 * time.Millisecond
 	// estLighthouseWork is what a Lighthouse audit adds to the page load:
 	// node's start, its own tab, the quiet windows it waits for after the
@@ -270,9 +259,16 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	}
 	m := estModel{st: st, up: linkFigures(up), down: linkFigures(down)}
 	m.rtt = up.Delay + down.Delay + estBaseRTT
-	inBrowser := model.IsBrowser(c.Client)
+	bc, inBrowser := browserCostOf(c.Client)
+	if inBrowser {
+		m.browser = &bc
+	}
 
 	client := t.estimate(&m, p, inBrowser)
+	if inBrowser && t.bench && c.Client != model.ClientLighthouse {
+		// The test runs in the bench page, which the browser loads first.
+		client = addSat(client, m.benchPage())
+	}
 	if c.Client == model.ClientLighthouse {
 		client = addSat(client, estLighthouseWork)
 	}
@@ -288,10 +284,8 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 		}
 	}
 	switch {
-	case c.Client == model.ClientFirefox:
-		total = addSat(total, estFirefoxOverhead)
 	case inBrowser:
-		total = addSat(total, estChromiumOverhead)
+		total = addSat(total, bc.overhead)
 	case c.Client == model.ClientAioquic:
 		total = addSat(total, estAioquicOverhead+up.Delay)
 	default:
@@ -382,15 +376,33 @@ type estModel struct {
 	st       stack
 	up, down direction
 	rtt      time.Duration
-	work     estWork // what the estimated sample asks of the machine (CellLoad)
+	browser  *browserCost // the browser client's costs; nil for the others
+	work     estWork      // what the estimated sample asks of the machine (CellLoad)
 }
 
 // estWork counts the machine's work in an estimated sample: connections
-// set up, requests made and bytes moved (CellLoad turns it into CPU).
+// set up, requests made, bytes moved and, in a browser, pages loaded
+// (CellLoad turns it into CPU).
 type estWork struct {
-	conns, requests int
-	bytes           int64
+	conns, requests, pages int
+	bytes                  int64
 }
+
+// benchPage is what loading the bench page adds to a browser's sample of a
+// test that runs in it (docs/metrics.md, "Browser clients"): the test's
+// own estimate counts a connection and one unmeasured exchange, as the
+// built-in client's; the browser also fetches the page's script after its
+// document, and its one unmeasured /echo after the load event, and does
+// its own work for the page.
+func (m *estModel) benchPage() time.Duration {
+	m.work.pages++
+	m.work.bytes += benchPageBytes
+	return sum(m.exchange(), m.exchange(), m.browser.pageWork)
+}
+
+// benchPageBytes is what the bench page's document and script weigh
+// (endpoint/bench.go, bench.js: about 0.2 and 6.4 KB).
+const benchPageBytes = 7_000
 
 // rto is what a lost packet costs once a connection has an RTT sample.
 func (m *estModel) rto() time.Duration {
@@ -562,12 +574,14 @@ func (m *estModel) fetchDown(p Params, _ bool) time.Duration {
 // document and n objects of total bytes, cold or warm, by a browser or by
 // the built-in client.
 func (m *estModel) pageLoad(n int, bytes int64, warm, inBrowser bool) time.Duration {
-	if inBrowser {
-		load := addSat(m.page(n, bytes, false), estChromiumPageWork)
+	if inBrowser && m.browser != nil {
+		m.work.pages++
+		load := addSat(m.page(n, bytes, false), m.browser.pageWork)
 		if warm {
 			// A priming load of the same page, then the measured one
 			// over the connections it left open.
-			return sum(load, m.page(n, bytes, true), estChromiumPageWork)
+			m.work.pages++
+			return sum(load, m.page(n, bytes, true), m.browser.pageWork)
 		}
 		return load
 	}

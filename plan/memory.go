@@ -1,0 +1,66 @@
+package plan
+
+import (
+	"math"
+
+	"github.com/quicbench/quicbench/model"
+)
+
+// Memory bounds of parallel runs. Testbeds that wait on slow links cost
+// little CPU, so the admission rule's CPU budget may admit many of them;
+// what else each one holds is memory (measured on the reference machine:
+// docs/performance.md, "Parallel testbeds: memory, files and threads").
+const (
+	// MemPerTestbed is what one testbed of a run holds: its two
+	// namespaces and TUN devices in the kernel, its forwarder's pipelines
+	// and buffers in the runner, and its server and client agent
+	// processes (proportional set sizes).
+	MemPerTestbed = 64 << 20
+	// MemShare is the share of the memory available when a run starts
+	// (MemAvailable) that its testbeds and browsers may take; the rest is
+	// for the machine's other work and for what a sample allocates
+	// (buffers of a fast transfer, a browser's growth).
+	MemShare = 0.75
+	// RefMemAvailable is the memory available on the reference machine
+	// (24 GB, 22 of it available), for the estimate.
+	RefMemAvailable = 22 << 30
+)
+
+// browserMemory is the memory one running browser of each browser client
+// holds (proportional set size of its processes while it loads a page):
+// a testbed that runs a browser client's samples may keep that browser.
+// Lighthouse runs Chromium.
+var browserMemory = map[string]int64{
+	model.ClientChromium: estChromiumMemory,
+	model.ClientFirefox:  estFirefoxMemory,
+}
+
+// MemoryLimits returns how many testbeds, and how many blocks in a browser
+// at once, fit in MemShare of avail bytes of available memory for a run of
+// cells that asks for up to slots testbeds: testbeds is min(slots, the
+// testbeds MemPerTestbed allows), at least 1; browsers is what the memory
+// left beside those testbeds allows a testbed to hold one browser of each
+// browser client the cells use, at least 1, or 0 (no limit) when no cell
+// runs in a browser.
+func MemoryLimits(avail int64, slots int, cells []model.Cell) (testbeds, browsers int) {
+	budget := MemShare * float64(max(avail, 0))
+	testbeds = max(1, min(slots, int(budget/MemPerTestbed)))
+	var perTestbed int64
+	seen := map[string]bool{}
+	for i := range cells {
+		client := cells[i].Client
+		if client == model.ClientLighthouse {
+			client = model.ClientChromium
+		}
+		if m, ok := browserMemory[client]; ok && !seen[client] {
+			seen[client] = true
+			perTestbed += m
+		}
+	}
+	if perTestbed == 0 {
+		return testbeds, 0
+	}
+	left := budget - float64(testbeds)*MemPerTestbed
+	browsers = int(math.Max(1, math.Floor(left/float64(perTestbed))))
+	return testbeds, browsers
+}
