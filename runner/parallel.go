@@ -3,12 +3,14 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/plan"
@@ -40,6 +42,9 @@ type slot struct {
 	// recorded (recordEnv).
 	tbSysctls map[string]string
 	overhead  overheadMeter
+	// browser: the slot has taken a block in a browser, whose browser it
+	// may keep (the dispatch keeps browser blocks on few testbeds).
+	browser bool
 }
 
 // close stops the slot's agent and server and removes its testbed.
@@ -165,28 +170,65 @@ type meanOf struct {
 }
 
 // parallelism is the most testbeds the run keeps active: the option, else
-// the plan's field, else 1, capped at plan.MaxParallel for this machine;
-// asked is what was asked for when the cap applied (0 otherwise).
+// the plan's field, else 1, capped at plan.MaxParallel for this machine
+// and at what its available memory holds (plan.MemoryLimits); asked is
+// what was asked for when a cap applied (0 otherwise).
 func (r *run) parallelism() (n, asked int) {
 	n = r.opts.Parallel
 	if n <= 0 {
 		n = r.plan.Parallel()
 	}
 	n = max(n, 1)
-	if m := plan.MaxParallel(runtime.NumCPU()); n > m {
-		return m, n
+	if lim := r.limits(n); lim.slots < n {
+		return lim.slots, n
 	}
 	return n, 0
+}
+
+// parallelLimits are the bounds of a parallel run on this machine.
+type parallelLimits struct {
+	slots    int   // testbeds: asked, capped by CPUs and memory
+	cpuCap   int   // plan.MaxParallel(CPUs)
+	memCap   int   // the testbeds the available memory holds (0: unknown)
+	browsers int   // blocks in a browser at once (0: no limit)
+	avail    int64 // MemAvailable when read (0: unknown)
+}
+
+// limits returns the bounds of a run asking for n testbeds: the CPU cap,
+// and the memory limits of plan.MemoryLimits with the memory available
+// now (none when it cannot be read).
+func (r *run) limits(n int) parallelLimits {
+	l := parallelLimits{cpuCap: plan.MaxParallel(runtime.NumCPU())}
+	l.slots = min(n, l.cpuCap)
+	if n <= 1 {
+		return l
+	}
+	avail, err := sysinfo.MemAvailable()
+	if err != nil {
+		return l
+	}
+	l.avail = avail
+	l.memCap, _ = plan.MemoryLimits(avail, math.MaxInt, nil)
+	l.slots, l.browsers = plan.MemoryLimits(avail, l.slots, r.cells)
+	return l
 }
 
 func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	r := d.r
 	n := d.slots
+	lim := r.limits(max(d.asked, n))
 	if d.asked > 0 {
-		msg := fmt.Sprintf("parallel %d capped at %d testbeds (plan.MaxParallelPerCPU x %d CPUs)", d.asked, n, runtime.NumCPU())
+		why := fmt.Sprintf("plan.MaxParallelPerCPU x %d CPUs", runtime.NumCPU())
+		if lim.memCap > 0 && lim.memCap < lim.cpuCap {
+			why = fmt.Sprintf("the memory available, %d MB, holds %d of %d MB each (plan.MemPerTestbed, plan.MemShare)", lim.avail>>20, lim.memCap, plan.MemPerTestbed>>20)
+		}
+		msg := fmt.Sprintf("parallel %d capped at %d testbeds (%s)", d.asked, n, why)
 		fmt.Fprintln(r.opts.Log, "quicbench: "+msg)
 	}
 	d.rule = plan.Admission{Slots: n, Budget: plan.LoadBudget(runtime.NumCPU())}
+	if n > 1 {
+		d.rule.Browsers = lim.browsers
+	}
 	d.model = map[int64]plan.SampleLoad{}
 	d.measured = map[int64]*meanOf{}
 	if err := r.db.SetRunParallel(context.WithoutCancel(ctx), r.runRec.ID, n); err != nil {
@@ -270,7 +312,12 @@ func (d *dispatch) startBlocks(ctx context.Context, pending []*block, idle []*sl
 			kept = append(kept, b)
 			continue
 		}
-		if len(idle) == 0 {
+		k := pickSlot(idle, l.Browser, d.browserSlots() < d.rule.Browsers || d.rule.Browsers <= 0 || len(running) == 0)
+		if k == noSlot {
+			kept = append(kept, b) // every testbed that may hold a browser is busy
+			continue
+		}
+		if k == newSlot {
 			t, err := d.r.newSlot(ctx, len(d.r.slots))
 			if err != nil {
 				// Go on with the testbeds there are.
@@ -282,15 +329,63 @@ func (d *dispatch) startBlocks(ctx context.Context, pending []*block, idle []*sl
 				return append(kept, pending[i:]...), idle
 			}
 			idle = append(idle, t)
+			k = len(idle) - 1
 		}
-		t := idle[len(idle)-1]
-		idle = idle[:len(idle)-1]
+		t := idle[k]
+		idle = slices.Delete(idle, k, k+1)
+		t.browser = t.browser || l.Browser
 		running[t] = l
 		loads = append(loads, l)
 		inFlight[b.group] = true
 		go d.take(ctx, t, b, events)
 	}
 	return kept, idle
+}
+
+// pickSlot's answers besides an index into idle.
+const (
+	newSlot = -1 // build a testbed
+	noSlot  = -2 // none fits now
+)
+
+// pickSlot chooses the idle testbed for a block: for a block in a browser,
+// one that already took browser blocks (its browser may still run), else,
+// when another testbed may take browsers (more), one that did not; for
+// any other block, one that took no browser block, else any. It returns
+// newSlot when no idle testbed fits (the caller builds one when the run
+// has fewer than its parallelism, as startBlocks checks), and noSlot when
+// a browser block must wait for a testbed that holds browsers.
+func pickSlot(idle []*slot, browser, more bool) int {
+	plain, withBrowser := -1, -1
+	for i, t := range idle {
+		if t.browser {
+			withBrowser = i
+		} else {
+			plain = i
+		}
+	}
+	switch {
+	case browser && withBrowser >= 0:
+		return withBrowser
+	case browser && !more:
+		return noSlot
+	case plain >= 0:
+		return plain
+	case !browser && withBrowser >= 0:
+		return withBrowser
+	}
+	return newSlot
+}
+
+// browserSlots counts the testbeds that have taken browser blocks.
+func (d *dispatch) browserSlots() int {
+	n := 0
+	for _, t := range d.r.slots {
+		if t.browser {
+			n++
+		}
+	}
+	return n
 }
 
 // take runs a block's samples on testbed t, reporting each to the
@@ -329,12 +424,14 @@ func (d *dispatch) blockLoad(b *block) plan.SampleLoad {
 	var out plan.SampleLoad
 	for _, s := range b.steps {
 		l := d.cellLoad(s.Cell)
+		browser := out.Browser || l.Browser
 		if l.Exclusive && !out.Exclusive {
 			out = l
 		}
 		if !out.Exclusive && l.CPU > out.CPU {
 			out = l
 		}
+		out.Browser = browser
 	}
 	return out
 }

@@ -60,3 +60,26 @@ func TestConcurrency(t *testing.T) {
 		t.Errorf("a sample alone: concurrency %d, want 1", n)
 	}
 }
+
+func TestPickSlot(t *testing.T) {
+	plain, withBrowser := &slot{id: 1}, &slot{id: 2, browser: true}
+	for _, tc := range []struct {
+		name          string
+		idle          []*slot
+		browser, more bool
+		want          int
+	}{
+		{"browser block: the testbed that holds browsers", []*slot{plain, withBrowser}, true, true, 1},
+		{"browser block, no such testbed idle, more allowed: a plain one", []*slot{plain}, true, true, 0},
+		{"browser block, no such testbed idle, no more allowed: wait", []*slot{plain}, true, false, noSlot},
+		{"browser block, none idle, more allowed: build one", nil, true, true, newSlot},
+		{"browser block, none idle, no more allowed: wait", nil, true, false, noSlot},
+		{"other block: a plain testbed first", []*slot{withBrowser, plain}, false, false, 1},
+		{"other block: a browser testbed when no plain one is idle", []*slot{withBrowser}, false, false, 0},
+		{"other block, none idle: build one", nil, false, true, newSlot},
+	} {
+		if got := pickSlot(tc.idle, tc.browser, tc.more); got != tc.want {
+			t.Errorf("%s: pickSlot = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
