@@ -187,6 +187,8 @@ type Report struct {
 	Warnings     []string  `json:"warnings,omitempty"`
 	// Parallel holds RunParallel's results, one per number of testbeds.
 	Parallel []ParallelResult `json:"parallel,omitempty"`
+	// Admitted holds RunAdmitted's results, one per number of testbeds.
+	Admitted []AdmittedResult `json:"admitted,omitempty"`
 	OK       bool             `json:"ok"` // no judged figure failed
 }
 
