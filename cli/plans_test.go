@@ -93,7 +93,7 @@ func TestPlansShow(t *testing.T) {
 		code, out, _ := runCLI(t, "plans", name)
 		want, _ := plan.BuiltinYAML(name)
 		p, _ := plan.Builtin(name)
-		e, _ := p.EstimateWith(plan.MaxParallel(plan.RefCores))
+		e, _ := p.EstimateWith(parallelFor(p, plan.MaxParallel(plan.RefCores), false)) // the plan's parallel field, else 64
 		first, rest, _ := strings.Cut(out, "\n")
 		wantFirst := fmt.Sprintf("# estimated duration on the reference machine: %s (%d samples), %s with %d testbeds at once",
 			plan.FormatEstimate(e.Total), p.Counts().Total(), plan.FormatEstimate(e.Parallel), e.ParallelN)

@@ -49,6 +49,9 @@ var builtinCounts = map[string]Counts{
 	// check-parallel's plan: 4 grid points x 3 pages x 3 protocols, 20
 	// iterations.
 	"parallel-check": {Cells: 36, Samples: 720, Warmups: 36},
+	// check-parallel's browser plan: 2 scenarios x 3 tests x 2 protocols x
+	// 2 browsers, 10 iterations.
+	"parallel-check-browsers": {Cells: 24, Samples: 240, Warmups: 24},
 }
 
 // Quick variants: 2 iterations, no warm-up.
@@ -64,7 +67,9 @@ var quickCounts = map[string]int{
 	"three-sites":         12, // first and last site x 3, for each of the two clients
 	"size-bandwidth-grid": 6,  // 1 point x {5KB, 1MB} x 2 + gigabit cpu x 2
 	"parallel-check":      9,  // 1 grid point x 3 pages x 3
-	"fairness":            12, // 10 Mbit/s 20 ms fairness of both queues + 4 latency scenarios, x 2 protocols x 2
+	// every scenario, test, protocol and browser kept (all single-valued)
+	"parallel-check-browsers": 24,
+	"fairness":                12, // 10 Mbit/s 20 ms fairness of both queues + 4 latency scenarios, x 2 protocols x 2
 }
 
 func TestBuiltinCounts(t *testing.T) {
@@ -224,7 +229,7 @@ func TestBuiltinsList(t *testing.T) {
 		}
 	}
 	_, err := Builtin("degraded-network")
-	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, parallel-check)` {
+	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, parallel-check, parallel-check-browsers)` {
 		t.Errorf("Builtin(typo) error = %v", err)
 	}
 }
