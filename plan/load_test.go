@@ -232,3 +232,14 @@ func TestMemoryLimits(t *testing.T) {
 		t.Errorf("3 asked: %d testbeds", n)
 	}
 }
+
+func TestFileLimit(t *testing.T) {
+	for _, tc := range []struct {
+		nofile uint64
+		want   int
+	}{{1024, 28}, {20000, 621}, {100, 1}, {0, 1}, {1 << 62, math.MaxInt32}} {
+		if got := FileLimit(tc.nofile); got != tc.want {
+			t.Errorf("FileLimit(%d) = %d, want %d", tc.nofile, got, tc.want)
+		}
+	}
+}

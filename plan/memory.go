@@ -24,7 +24,24 @@ const (
 	// RefMemAvailable is the memory available on the reference machine
 	// (24 GB, 22 of it available), for the estimate.
 	RefMemAvailable = 22 << 30
+
+	// FilesPerTestbed is the file descriptors the runner process holds per
+	// testbed (measured: 16; namespaces, TUN devices, the pipes to its
+	// server and agent, sockets), with room to spare; FilesReserve is what
+	// the process keeps for everything else (the database, its own
+	// files). A run's testbeds fit its RLIMIT_NOFILE (FileLimit).
+	FilesPerTestbed = 32
+	FilesReserve    = 128
 )
+
+// FileLimit returns the most testbeds whose file descriptors fit a limit
+// of nofile open files (RLIMIT_NOFILE), at least 1.
+func FileLimit(nofile uint64) int {
+	if nofile <= FilesReserve {
+		return 1
+	}
+	return int(max(1, min((nofile-FilesReserve)/FilesPerTestbed, math.MaxInt32)))
+}
 
 // browserMemory is the memory one running browser of each browser client
 // holds (proportional set size of its processes while it loads a page):

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/quicbench/quicbench/internal/sysinfo"
@@ -190,6 +191,7 @@ type parallelLimits struct {
 	slots    int   // testbeds: asked, capped by CPUs and memory
 	cpuCap   int   // plan.MaxParallel(CPUs)
 	memCap   int   // the testbeds the available memory holds (0: unknown)
+	fileCap  int   // the testbeds whose files RLIMIT_NOFILE holds (0: unknown)
 	browsers int   // blocks in a browser at once (0: no limit)
 	avail    int64 // MemAvailable when read (0: unknown)
 }
@@ -202,6 +204,11 @@ func (r *run) limits(n int) parallelLimits {
 	l.slots = min(n, l.cpuCap)
 	if n <= 1 {
 		return l
+	}
+	var nofile syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile) == nil {
+		l.fileCap = plan.FileLimit(nofile.Cur)
+		l.slots = min(l.slots, l.fileCap)
 	}
 	avail, err := sysinfo.MemAvailable()
 	if err != nil {
@@ -219,8 +226,11 @@ func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	lim := r.limits(max(d.asked, n))
 	if d.asked > 0 {
 		why := fmt.Sprintf("plan.MaxParallelPerCPU x %d CPUs", runtime.NumCPU())
-		if lim.memCap > 0 && lim.memCap < lim.cpuCap {
+		switch {
+		case lim.memCap > 0 && lim.memCap < lim.cpuCap && (lim.fileCap == 0 || lim.memCap <= lim.fileCap):
 			why = fmt.Sprintf("the memory available, %d MB, holds %d of %d MB each (plan.MemPerTestbed, plan.MemShare)", lim.avail>>20, lim.memCap, plan.MemPerTestbed>>20)
+		case lim.fileCap > 0 && lim.fileCap < lim.cpuCap:
+			why = fmt.Sprintf("the open files limit (ulimit -n) holds %d testbeds of %d files each (plan.FilesPerTestbed)", lim.fileCap, plan.FilesPerTestbed)
 		}
 		msg := fmt.Sprintf("parallel %d capped at %d testbeds (%s)", d.asked, n, why)
 		fmt.Fprintln(r.opts.Log, "quicbench: "+msg)
