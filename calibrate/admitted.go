@@ -26,8 +26,9 @@ import (
 //
 // For each N, RunAdmitted builds N testbeds with the same links. Testbed
 // 0 is the probe testbed: it runs the idle probe phase of RunParallel
-// (probes both ways at up to 20% of the link's rate, the veth floor and
-// the machine's timer baseline beside it). Each other testbed carries
+// (probes both ways at up to 20% of the link's rate and at most
+// admittedProbePPS, the veth floor and the machine's timer baseline
+// beside it). Each other testbed carries
 // one bulk download through its link for the whole phase, alternately
 // over QUIC (quicbench's raw protocol over quic-go) and over TLS on TCP,
 // from a server process in its server namespace to a client process in
@@ -54,6 +55,12 @@ const admittedSettle = 5 * time.Second
 // admittedMargin is how much longer than the probe phase (settling
 // included) a transfer lasts, so that the phase ends under load.
 const admittedMargin = 3 * time.Second
+
+// admittedProbePPS caps the probe testbed's probes per second and
+// direction (at most 20% of a rate limit, as RunParallel's): 1,000 92-byte
+// probes a second, 0.74 Mbit/s, about what a link-bound sample sends,
+// where an unlimited link would get 10,000.
+const admittedProbePPS = 1000
 
 // admittedProtos are the loaded testbeds' transports, in turn, and the
 // plan protocols whose download cells predict their loads.
@@ -233,7 +240,8 @@ func runAdmitted(ctx context.Context, cfg Config, n int, rep *Report) (*Admitted
 
 	// The transfers: each lasts a little longer than the phase.
 	r0 := runs[0]
-	phaseLen := time.Duration(float64(cfg.Packets) / min(probeRatePPS(cfg.Up), probeRatePPS(cfg.Down)) * float64(time.Second))
+	r0.maxPPS = admittedProbePPS
+	phaseLen := time.Duration(float64(cfg.Packets) / min(probeRatePPS(cfg.Up), probeRatePPS(cfg.Down), admittedProbePPS) * float64(time.Second))
 	tctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var (
@@ -293,7 +301,7 @@ func runAdmitted(ctx context.Context, cfg Config, n int, rep *Report) (*Admitted
 		return nil, err
 	}
 	if len(ends) > 0 && held > 0 {
-		res.MeasuredCPU = plan.EndpointLoadFactor * float64(srvCPU+childrenCPU()-kids0) / float64(held)
+		res.MeasuredCPU = plan.MeasuredLoad(model.ClientBuiltin, childrenCPU()-kids0, srvCPU, held)
 	}
 	if got > 0 {
 		res.GoodputMbps = goodput / float64(got) / 1e6

@@ -156,8 +156,17 @@ func TestEstimateTests(t *testing.T) {
 			4*rtt + 10000*8/estCapTCP*1000 + 3 + 25},
 		{"page h2 warm: connect+echo first", estCell(TestPage, model.ProtoH2, "builtin", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "warm"),
 			5*rtt + 10000*8/estCapTCP*1000 + 3 + 25},
-		{"page h3 chromium: browser start and work, no drain", estCell(TestPage, model.ProtoH3, "chromium", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "cold"),
-			3*rtt + 10000*8/estCapQUIC*1000 + 120 + 3 + 800},
+		{"page h3 chromium: browser's overhead and work, no drain", estCell(TestPage, model.ProtoH3, "chromium", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "cold"),
+			3*rtt + 10000*8/estCapQUIC*1000 + 120 + 3 + float64(estChromiumOverhead)/1e6},
+		{"page h2 firefox: its own overhead", estCell(TestPage, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "cold"),
+			4*rtt + 10000*8/estCapTCP*1000 + float64(estFirefoxPageWork)/1e6 + 3 + float64(estFirefoxOverhead)/1e6},
+		// A test in the bench page: the page's script and its /echo (2
+		// round trips), the browser's work for the page, then the test as
+		// the built-in client's, and the browser's overhead.
+		{"ttfb h3 in chromium's bench page", estCell(TestTTFB, model.ProtoH3, "chromium", "delay 25ms", "delay 25ms", "size", "1KB"),
+			2*rtt + 1000*8/estCapQUIC*1000 + 2*rtt + 120 + 3 + float64(estChromiumOverhead)/1e6},
+		{"latency h2 in firefox's bench page", estCell(TestLatency, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms", "requests", "20", "size", "0B"),
+			(2+1+20)*rtt + 2*rtt + float64(estFirefoxPageWork)/1e6 + 3 + float64(estFirefoxOverhead)/1e6},
 	}
 	for _, tc := range cases {
 		got, err := EstimateSample(&tc.c, time.Minute)

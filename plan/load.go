@@ -68,19 +68,27 @@ type SampleLoad struct {
 }
 
 // endpointCPU is what a sample costs the client and server processes
-// together, fitted (least squares over the 720 samples of a serial run of
-// the parallel-check plan: pages of 5 or 50 objects of 4 or 128 KB over 2
-// and 10 Mbit/s, RTT 18 ms, loss 0 and 2%; docs/performance.md, "Parallel
-// testbeds") per transport: a fixed part, each request, each megabyte
-// moved and each second the sample's connections are open (timers,
-// acknowledgements, pacing: quic-go's cost four times TCP's).
+// together, per transport: a fixed part, each request, each megabyte moved
+// and each second the sample's connections are open (timers,
+// acknowledgements, pacing: quic-go's cost three times TCP's). The fixed,
+// per-request and per-megabyte parts were fitted (least squares) over the
+// 720 samples of a serial run of the parallel-check plan: pages of 5 or 50
+// objects of 4 or 128 KB over 2 and 10 Mbit/s, RTT 18 ms, loss 0 and 2%
+// (docs/performance.md, "Parallel testbeds"). In those samples the
+// seconds and the megabytes went together; the per-second part is the
+// intercept of bulk downloads' CPU per second against their goodput over
+// 1-10 Mbit/s links and loss-limited 100 ms ones (0.03-1.2 MB/s, quicbench
+// calibrate --parallel 11 --admitted, one transport at a time), whose
+// slopes (QUIC 65, TCP 16 ms per MB) agree with the page fit's per-MB
+// parts. The page fit's per-second parts, 23 and 6.4 ms, predicted slow
+// long transfers 2-4 times the CPU they took.
 type endpointCPU struct {
 	fixed, perRequest, perMB, perSecond time.Duration
 }
 
 var (
-	endpointCPUTCP  = endpointCPU{fixed: 5900 * time.Microsecond, perRequest: 400 * time.Microsecond, perMB: 19 * time.Millisecond, perSecond: 6400 * time.Microsecond}
-	endpointCPUQUIC = endpointCPU{fixed: 4200 * time.Microsecond, perRequest: 350 * time.Microsecond, perMB: 66 * time.Millisecond, perSecond: 23 * time.Millisecond}
+	endpointCPUTCP  = endpointCPU{fixed: 5900 * time.Microsecond, perRequest: 400 * time.Microsecond, perMB: 19 * time.Millisecond, perSecond: 3 * time.Millisecond}
+	endpointCPUQUIC = endpointCPU{fixed: 4200 * time.Microsecond, perRequest: 350 * time.Microsecond, perMB: 66 * time.Millisecond, perSecond: 8 * time.Millisecond}
 )
 
 // EndpointLoadFactor converts the CPU the endpoints' processes use into the
@@ -89,6 +97,26 @@ var (
 // runner, not to the endpoints (about half the endpoints' own at
 // link-bound rates, docs/performance.md, "Emulator CPU").
 const EndpointLoadFactor = 1.5
+
+// MeasuredLoad is the load a sample of a client's cell measured: its
+// client's and server's CPU time over the time it held its testbed (its
+// measured part and overhead), in CPUs, as CellLoad predicts it. For the
+// built-in client (and the others but browsers) the endpoints' CPU times
+// EndpointLoadFactor. A browser's processes do far more than move bytes
+// (rendering, script, their own start or context), so the emulator's and
+// the kernel's share is counted from the server's CPU alone, which does
+// the sample's network work: as much again as the built-in client's
+// would (client and server alike), times EndpointLoadFactor - 1. A
+// non-positive held time gives 0.
+func MeasuredLoad(client string, clientCPU, serverCPU, held time.Duration) float64 {
+	if held <= 0 {
+		return 0
+	}
+	if _, browser := browserCostOf(client); browser {
+		return (float64(clientCPU) + (2*EndpointLoadFactor-1)*float64(serverCPU)) / float64(held)
+	}
+	return EndpointLoadFactor * float64(clientCPU+serverCPU) / float64(held)
+}
 
 // CellLoad predicts the load of one sample of cell c (a cell of this plan
 // or one stored by a run of it) from its duration estimate: the CPU its
@@ -158,18 +186,24 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 	if st.quic {
 		k = endpointCPUQUIC
 	}
-	var cpu time.Duration
-	if inBrowser {
-		k = bc.tcp
-		if st.quic {
-			k = bc.quic
-		}
-		cpu = bc.sampleCPU + time.Duration(work.pages)*bc.pageCPU
+	net := func(k endpointCPU) time.Duration {
+		return k.fixed + time.Duration(work.requests)*k.perRequest +
+			time.Duration(float64(k.perMB)*float64(work.bytes)/1e6) +
+			time.Duration(float64(k.perSecond)*onLink.Seconds())
 	}
-	cpu += k.fixed + time.Duration(work.requests)*k.perRequest +
-		time.Duration(float64(k.perMB)*float64(work.bytes)/1e6) +
-		time.Duration(float64(k.perSecond)*onLink.Seconds())
-	endpoints := EndpointLoadFactor * float64(cpu) / float64(onLink)
+	var endpoints float64
+	if inBrowser {
+		b := bc.tcp
+		if st.quic {
+			b = bc.quic
+		}
+		// The server's half of the built-in client's cost.
+		srv := endpointCPU{fixed: k.fixed / 2, perRequest: k.perRequest / 2, perMB: k.perMB / 2, perSecond: k.perSecond / 2}
+		browser := bc.sampleCPU + time.Duration(work.pages)*bc.pageCPU + net(b)
+		endpoints = MeasuredLoad(c.Client, browser, net(srv), onLink)
+	} else {
+		endpoints = MeasuredLoad(c.Client, net(k), 0, onLink)
+	}
 	machine := RefCores * float64(work.bytes) * 8 / st.capBps / onLink.Seconds()
 	ld := SampleLoad{CPU: min(RefCores, max(endpoints, machine)), Browser: inBrowser}
 	switch {

@@ -94,14 +94,18 @@ func TestCellLoad(t *testing.T) {
 		bc, _ := browserCostOf(tc.cell.Client)
 		prm, _ := StoredCellParams(&tc.cell)
 		onLink, work, _ := estimateParams(&tc.cell, prm, 0)
-		k := bc.tcp
+		b, k := bc.tcp, endpointCPUTCP
 		if tc.cell.Protocol == model.ProtoH3 {
-			k = bc.quic
+			b, k = bc.quic, endpointCPUQUIC
 		}
-		cpu := bc.sampleCPU + time.Duration(work.pages)*bc.pageCPU + k.fixed + time.Duration(work.requests)*k.perRequest +
-			time.Duration(float64(k.perMB)*float64(work.bytes)/1e6) + time.Duration(float64(k.perSecond)*onLink.Seconds())
-		want := min(RefCores, EndpointLoadFactor*float64(cpu)/float64(onLink))
-		if !l.Browser || work.pages != 1 || math.Abs(l.CPU-want) > 1e-9 || l.Exclusive != (want > LoadBudget(RefCores)) || (tc.long && l.Exclusive) {
+		net := func(k endpointCPU) float64 {
+			return float64(k.fixed + time.Duration(work.requests)*k.perRequest +
+				time.Duration(float64(k.perMB)*float64(work.bytes)/1e6) + time.Duration(float64(k.perSecond)*onLink.Seconds()))
+		}
+		browser := float64(bc.sampleCPU+time.Duration(work.pages)*bc.pageCPU) + net(b)
+		server := net(k) / 2 // the server's half of the built-in client's
+		want := min(RefCores, (browser+(2*EndpointLoadFactor-1)*server)/float64(onLink))
+		if !l.Browser || work.pages != 1 || math.Abs(l.CPU-want) > 1e-6 || l.Exclusive != (want > LoadBudget(RefCores)) || (tc.long && l.Exclusive) {
 			t.Errorf("%s: %+v (%d pages), want CPU %.4f, exclusive when over the budget", tc.name, l, work.pages, want)
 		}
 	}
@@ -241,5 +245,24 @@ func TestFileLimit(t *testing.T) {
 		if got := FileLimit(tc.nofile); got != tc.want {
 			t.Errorf("FileLimit(%d) = %d, want %d", tc.nofile, got, tc.want)
 		}
+	}
+}
+
+func TestMeasuredLoad(t *testing.T) {
+	s := time.Second
+	// The built-in client: both endpoints' CPU times EndpointLoadFactor.
+	if got := MeasuredLoad(model.ClientBuiltin, s/10, s/10, 2*s); math.Abs(got-EndpointLoadFactor*0.1) > 1e-9 {
+		t.Errorf("built-in: %v, want %v", got, EndpointLoadFactor*0.1)
+	}
+	// A browser: its own CPU once, the server's network work and the
+	// emulator's share of as much again.
+	if got := MeasuredLoad(model.ClientFirefox, s, s/10, 2*s); math.Abs(got-(1+0.2)/2) > 1e-9 {
+		t.Errorf("firefox: %v, want %v", got, 0.6)
+	}
+	if got := MeasuredLoad(model.ClientChromium, s, 0, 4*s); got != 0.25 {
+		t.Errorf("chromium: %v, want 0.25", got)
+	}
+	if got := MeasuredLoad(model.ClientBuiltin, s, s, 0); got != 0 {
+		t.Errorf("no time held: %v", got)
 	}
 }

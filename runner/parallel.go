@@ -447,8 +447,8 @@ func (d *dispatch) blockLoad(b *block) plan.SampleLoad {
 }
 
 // cellLoad predicts a cell's sample load: plan.CellLoad until samples of
-// the cell were measured, then their mean CPU use (both endpoints'
-// processes, times plan.EndpointLoadFactor); a cell whose measured load fills
+// the cell were measured, then their mean load (plan.MeasuredLoad: the
+// endpoints' processes' CPU with the emulator's share); a cell whose measured load fills
 // the machine's budget runs alone from then on. A cell whose load cannot
 // be predicted runs alone.
 func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
@@ -464,7 +464,7 @@ func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
 		return l
 	}
 	if m := d.measured[c.ID]; m != nil && m.n > 0 {
-		l.CPU = plan.EndpointLoadFactor * m.sum / float64(m.n)
+		l.CPU = m.sum / float64(m.n)
 		if l.CPU > d.rule.Budget {
 			l.Exclusive, l.Reason = true, fmt.Sprintf("its samples measured %.2f CPUs", l.CPU)
 		}
@@ -489,7 +489,7 @@ func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error
 	// The endpoints' CPU over the time the sample held its testbed
 	// (measured part and overhead), as plan.CellLoad predicts it.
 	if held := s.Wall + s.Overhead; s.Status == model.StatusOK && held > 0 && !slices.Contains(s.Warnings, "server CPU time unavailable") {
-		cpu := (s.CPU.ClientUser + s.CPU.ClientSys + s.CPU.ServerUser + s.CPU.ServerSys).Seconds() / held.Seconds()
+		cpu := plan.MeasuredLoad(step.Cell.Client, s.CPU.ClientUser+s.CPU.ClientSys, s.CPU.ServerUser+s.CPU.ServerSys, held)
 		m := d.measured[step.Cell.ID]
 		if m == nil {
 			m = &meanOf{}
