@@ -200,23 +200,37 @@ type parallelLimits struct {
 // and the memory limits of plan.MemoryLimits with the memory available
 // now (none when it cannot be read).
 func (r *run) limits(n int) parallelLimits {
-	l := parallelLimits{cpuCap: plan.MaxParallel(runtime.NumCPU())}
+	var nofile uint64
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		nofile = rl.Cur
+	}
+	avail, err := sysinfo.MemAvailable()
+	if err != nil {
+		avail = 0
+	}
+	return limitsFor(n, runtime.NumCPU(), avail, nofile, r.cells)
+}
+
+// limitsFor is limits for a machine of cpus CPUs with avail bytes of
+// memory available (0: unknown) and a limit of nofile open files (0:
+// unknown), for a run of cells asking for n testbeds.
+func limitsFor(n, cpus int, avail int64, nofile uint64, cells []model.Cell) parallelLimits {
+	l := parallelLimits{cpuCap: plan.MaxParallel(cpus)}
 	l.slots = min(n, l.cpuCap)
 	if n <= 1 {
 		return l
 	}
-	var nofile syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile) == nil {
-		l.fileCap = plan.FileLimit(nofile.Cur)
+	if nofile > 0 {
+		l.fileCap = plan.FileLimit(nofile)
 		l.slots = min(l.slots, l.fileCap)
 	}
-	avail, err := sysinfo.MemAvailable()
-	if err != nil {
+	if avail <= 0 {
 		return l
 	}
 	l.avail = avail
 	l.memCap, _ = plan.MemoryLimits(avail, math.MaxInt, nil)
-	l.slots, l.browsers = plan.MemoryLimits(avail, l.slots, r.cells)
+	l.slots, l.browsers = plan.MemoryLimits(avail, l.slots, cells)
 	return l
 }
 
