@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/control"
-	"github.com/quicbench/quicbench/model"
+	_ "github.com/quicbench/quicbench/peers/all" // every built-in stack's code
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -30,8 +31,14 @@ It exits at the end of stdin.`,
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader(), Firefox: firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv),
-				ChromiumBench: chromiumBench(), FirefoxBench: firefoxBench()}
+			ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{Getenv: env.Getenv})}
+			defer func() {
+				for _, c := range ex.Clients {
+					if c.Close != nil {
+						c.Close()
+					}
+				}
+			}()
 			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}
@@ -45,11 +52,15 @@ func agentServer(ex *workload.Executor) *control.Server {
 	control.Handle(s, control.Run, func(ctx context.Context, req workload.Request) (*workload.Result, error) {
 		return ex.Execute(ctx, req), nil
 	})
-	control.Handle(s, control.BrowserVersion, func(ctx context.Context, client string) (string, error) {
-		if client == model.ClientFirefox {
-			return firefoxVersion(ctx)
+	control.Handle(s, control.ClientVersion, func(ctx context.Context, client string) (string, error) {
+		c, ok := ex.Clients[client]
+		switch {
+		case !ok:
+			return "", fmt.Errorf("client %q: not available in this agent", client)
+		case c.Version == nil:
+			return "", fmt.Errorf("client %s reports no version of its own", client)
 		}
-		return browserVersion(ctx)
+		return c.Version(ctx)
 	})
 	return s
 }

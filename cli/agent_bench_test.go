@@ -37,14 +37,14 @@ var benchCases = []struct {
 func TestChromiumBenchEveryTest(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
-	ex := &workload.Executor{ChromiumBench: chromiumBench()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
 	for _, c := range benchCases {
 		p, err := plan.DecodeParams(c.test, c.params)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, proto := range []string{model.ProtoH1} {
-			req := workload.Request{Test: c.test, Protocol: proto, Client: model.ClientChromium, Params: p, Target: target, Timeout: 20 * time.Second}
+			req := workload.Request{Test: c.test, Protocol: proto, Client: "chromium", Params: p, Target: target, Timeout: 20 * time.Second}
 			start := time.Now()
 			res := ex.Execute(context.Background(), req)
 			took := time.Since(start)

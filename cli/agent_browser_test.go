@@ -54,7 +54,7 @@ func assertNoProfiles(t *testing.T, dir string) {
 func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
-	ex := &workload.Executor{Browser: browserLoader()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
 	const objects = 4
 	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}
 	for _, c := range []struct{ proto, conn string }{
@@ -67,7 +67,7 @@ func TestBrowserLoaderConnection(t *testing.T) {
 		t.Run(c.proto+"/"+c.conn, func(t *testing.T) {
 			start := time.Now()
 			res := ex.Execute(context.Background(), workload.Request{
-				Test: plan.TestPage, Protocol: c.proto, Client: model.ClientChromium, Target: target,
+				Test: plan.TestPage, Protocol: c.proto, Client: "chromium", Target: target,
 				Params:  testParams(plan.TestPage, map[string]string{"objects": "4", "size": "2KB", "connection": c.conn}),
 				Timeout: 20 * time.Second,
 			})
@@ -110,7 +110,7 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	}
 	// An unknown connection fails the sample without starting a browser.
 	res := ex.Execute(context.Background(), workload.Request{
-		Test: plan.TestPage, Protocol: model.ProtoH2, Client: model.ClientChromium, Target: target,
+		Test: plan.TestPage, Protocol: model.ProtoH2, Client: "chromium", Target: target,
 		Params: testParams(plan.TestPage, map[string]string{"connection": "hot"}),
 	})
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {

@@ -91,6 +91,9 @@ func (s *Session) start(ctx context.Context, cas []*x509.Certificate) error {
 	o := s.opts
 	cmd := exec.Command(o.Exe, "--headless", "--no-remote", "--profile", s.dir, "--remote-debugging-port", "0", "about:blank")
 	cmd.Env = append(os.Environ(), "MOZ_CRASHREPORTER_DISABLE=1")
+	if o.KeyLogFile != "" {
+		cmd.Env = append(cmd.Env, "SSLKEYLOGFILE="+o.KeyLogFile)
+	}
 	if o.Output != nil {
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
 	}

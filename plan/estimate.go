@@ -14,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/emu/trace"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // The estimate of a run's duration is an order-of-magnitude model, not a
@@ -97,16 +98,11 @@ const (
 	// client->server direction, comes on top for the built-in client.
 	estRunnerOverhead = 3 * time.Millisecond
 
-	// estAioquicOverhead is what a sample of the aioquic client costs
-	// beyond its requests: the Python interpreter's start and imports, and
-	// its exit (0.44-0.63 s mean per cell over the 75 aioquic samples of an
-	// implementations run). The browsers' figures are in browsers.go.
-	estAioquicOverhead = 500 * time.Millisecond
-	// estLighthouseWork is what a Lighthouse audit adds to the page load:
-	// node's start, its own tab, the quiet windows it waits for after the
-	// load (at least 5.25 s of network and CPU quiet), the trace's
-	// processing and the report.
-	estLighthouseWork = 20 * time.Second
+	// What a sample of another client than the built-in one costs beyond
+	// its requests (a program's or a browser's start and teardown), the
+	// browser's own work inside a page load and an audit's work after it
+	// are its stack's (peers.Client's Overhead, Work and AfterLoad in
+	// peers/NAME/stack.yaml), measured there; a browser's in browsers.go.
 
 	// estTraceFallbackBps is the rate assumed for a trace file that cannot
 	// be read (a plan checked with Parse, whose relative paths are not
@@ -259,18 +255,22 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	}
 	m := estModel{st: st, up: linkFigures(up), down: linkFigures(down)}
 	m.rtt = up.Delay + down.Delay + estBaseRTT
+	var cl *peers.Client
+	if st, ok := peers.ClientStack(c.Client); ok && c.Client != model.ClientBuiltin {
+		cl = st.Client
+	}
 	bc, inBrowser := browserCostOf(c.Client)
 	if inBrowser {
 		m.browser = &bc
 	}
 
 	client := t.estimate(&m, p, inBrowser)
-	if inBrowser && t.bench && c.Client != model.ClientLighthouse {
+	if inBrowser && t.bench && benchClient(c.Client) {
 		// The test runs in the bench page, which the browser loads first.
 		client = addSat(client, m.benchPage())
 	}
-	if c.Client == model.ClientLighthouse {
-		client = addSat(client, estLighthouseWork)
+	if cl != nil {
+		client = addSat(client, time.Duration(cl.AfterLoad))
 	}
 	if timeout > 0 && client > timeout {
 		client = timeout
@@ -286,8 +286,8 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	switch {
 	case inBrowser:
 		total = addSat(total, bc.overhead)
-	case c.Client == model.ClientAioquic:
-		total = addSat(total, estAioquicOverhead+up.Delay)
+	case cl != nil:
+		total = addSat(total, time.Duration(cl.Overhead)+up.Delay)
 	default:
 		total = addSat(total, up.Delay) // the drain: the client's close reaches the server
 	}

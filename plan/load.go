@@ -8,6 +8,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // The admission rule of parallel runs (quicbench run --parallel N, see
@@ -134,11 +135,12 @@ func MeasuredLoad(client string, clientCPU, serverCPU, held time.Duration) float
 // teardown, or a context's), each page it loads (the page test's, or
 // the bench page in which the other tests run: pageCPU) and the network
 // work of its connections, requests and bytes, over the sample's
-// estimated duration (browsers.go).
+// estimated duration (its stack's client.cost, browsers.go).
 //
 // A cell runs alone (Exclusive) when it would use the machine whatever its
-// link (the cpu test; the lighthouse client, whose audit measures the
-// page's CPU; the aioquic client, Python and CPU-bound; the fairness test,
+// link (the cpu test; a client whose stack says so, client.exclusive in
+// peers/NAME/stack.yaml: the lighthouse client, whose audit measures the
+// page's CPU, the aioquic client, Python and CPU-bound; the fairness test,
 // whose bulk flows fill the bottleneck beside competing flows), when its link
 // neither limits the rate nor adds a millisecond of round trip (the sample
 // then measures the machine: a millisecond's work, which the scheduling
@@ -148,14 +150,13 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 	switch {
 	case c.Test == TestCPU:
 		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the cpu test measures CPU cost"}, nil
-	case c.Client == model.ClientLighthouse:
-		// Its audit measures the page's main-thread work (Total Blocking
-		// Time, Time to Interactive) and simulates a throttled CPU.
-		return SampleLoad{CPU: RefCores, Exclusive: true, Browser: true, Reason: "a lighthouse audit measures the page's CPU"}, nil
-	case c.Client == model.ClientAioquic:
-		// about 20-30 MB per CPU-second (../shared/research/peers.md):
-		// the quic-go cost model below would underestimate it
-		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the aioquic client (Python) is CPU-bound"}, nil
+	case clientExclusive(c.Client) != "":
+		// The lighthouse audit measures the page's CPU; a client in Python
+		// (aioquic: about 20-30 MB per CPU-second,
+		// ../shared/research/peers.md) would make the quic-go cost model
+		// below underestimate it.
+		_, browser := browserCostOf(c.Client)
+		return SampleLoad{CPU: RefCores, Exclusive: true, Browser: browser, Reason: clientExclusive(c.Client)}, nil
 	case c.Test == TestFairness:
 		// Its flows fill the bottleneck for the test's duration, beside
 		// competing flows whose processes' CPU no sample measures.
@@ -215,6 +216,15 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 		ld.Reason = fmt.Sprintf("it is predicted to keep %.2f CPUs busy", ld.CPU)
 	}
 	return ld, nil
+}
+
+// clientExclusive is why a client's samples run alone (its stack's
+// Exclusive), "" when they need not.
+func clientExclusive(client string) string {
+	if st, ok := peers.ClientStack(client); ok && st.Client != nil {
+		return st.Client.Exclusive
+	}
+	return ""
 }
 
 // LoadBudget is the predicted CPU use that the samples running at once may

@@ -17,10 +17,11 @@ func TestCellLoad(t *testing.T) {
 		reason string
 	}{
 		{"cpu test", estCell(TestCPU, model.ProtoH2, model.ClientBuiltin, "rate 2mbit", "rate 2mbit", "size", "10MB"), "cpu test"},
-		{"lighthouse", estCell(TestSite, model.ProtoH2, model.ClientLighthouse, "rate 2mbit", "rate 2mbit"), "lighthouse"},
+		{"lighthouse", estCell(TestSite, model.ProtoH2, "lighthouse", "rate 2mbit", "rate 2mbit"), "lighthouse"},
+		{"aioquic", estCell(TestDownload, model.ProtoH3, "aioquic", "rate 2mbit", "rate 2mbit", "size", "1MB"), "aioquic"},
 		{"fairness", estCell(TestFairness, model.ProtoH2, model.ClientBuiltin, "rate 10mbit delay 10ms", "rate 10mbit delay 10ms"), "fairness"},
-		{"chromium over an unlimited link", estCell(TestPage, model.ProtoH3, model.ClientChromium, "loss 2%", "loss 2%"), "no rate limit"},
-		{"firefox over an unlimited link", estCell(TestTTFB, model.ProtoH2, model.ClientFirefox, "", ""), "no rate limit"},
+		{"chromium over an unlimited link", estCell(TestPage, model.ProtoH3, "chromium", "loss 2%", "loss 2%"), "no rate limit"},
+		{"firefox over an unlimited link", estCell(TestTTFB, model.ProtoH2, "firefox", "", ""), "no rate limit"},
 		{"unlimited link", estCell(TestTTFB, model.ProtoH2, model.ClientBuiltin, "", ""), "no rate limit"},
 		{"loss without delay", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "loss 2%", "loss 2%", "size", "1MB"), "no rate limit"},
 		{"50 MB at 1 Gbit/s", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 1gbit delay 1ms", "rate 1gbit delay 1ms", "size", "50MB"), "predicted to keep"},
@@ -82,10 +83,10 @@ func TestCellLoad(t *testing.T) {
 		cell model.Cell
 		long bool
 	}{
-		{"chromium page, 2 Mbit/s", estCell(TestPage, model.ProtoH3, model.ClientChromium, "rate 2mbit delay 25ms", "rate 2mbit delay 25ms"), false},
-		{"chromium 4 MB download, 2 Mbit/s", estCell(TestDownload, model.ProtoH2, model.ClientChromium, "rate 2mbit delay 25ms", "rate 2mbit delay 25ms", "size", "4MB"), true},
-		{"firefox 3.4 MB multiplex, 100 ms and 5% loss", estCell(TestMultiplex, model.ProtoH2, model.ClientFirefox, "delay 50ms 15ms loss 5%", "delay 50ms 15ms loss 5%", "objects", "3", "size", "3.4MB"), true},
-		{"firefox ttfb over 50 ms", estCell(TestTTFB, model.ProtoH2, model.ClientFirefox, "delay 25ms", "delay 25ms"), false},
+		{"chromium page, 2 Mbit/s", estCell(TestPage, model.ProtoH3, "chromium", "rate 2mbit delay 25ms", "rate 2mbit delay 25ms"), false},
+		{"chromium 4 MB download, 2 Mbit/s", estCell(TestDownload, model.ProtoH2, "chromium", "rate 2mbit delay 25ms", "rate 2mbit delay 25ms", "size", "4MB"), true},
+		{"firefox 3.4 MB multiplex, 100 ms and 5% loss", estCell(TestMultiplex, model.ProtoH2, "firefox", "delay 50ms 15ms loss 5%", "delay 50ms 15ms loss 5%", "objects", "3", "size", "3.4MB"), true},
+		{"firefox ttfb over 50 ms", estCell(TestTTFB, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms"), false},
 	} {
 		l, err := CellLoad(&tc.cell)
 		if err != nil {
@@ -207,7 +208,7 @@ func TestParallelOrder(t *testing.T) {
 
 func TestMemoryLimits(t *testing.T) {
 	builtin := []model.Cell{{Client: model.ClientBuiltin}}
-	browsers := []model.Cell{{Client: model.ClientBuiltin}, {Client: model.ClientChromium}, {Client: model.ClientFirefox}, {Client: model.ClientChromium}}
+	browsers := []model.Cell{{Client: model.ClientBuiltin}, {Client: "chromium"}, {Client: "firefox"}, {Client: "chromium"}}
 	const gb = 1 << 30
 	// 22 GB available: 16.5 GB for testbeds; 64 of them take 4 GB, and
 	// testbeds holding both browsers (0.9 GB) fit 13 times in the rest.
@@ -216,12 +217,14 @@ func TestMemoryLimits(t *testing.T) {
 	}
 	n, b := MemoryLimits(22*gb, 64, browsers)
 	left := MemShare*22*gb - 64*MemPerTestbed
-	want := int(left / float64(estChromiumMemory+estFirefoxMemory))
+	chromium, _ := browserCostOf("chromium")
+	firefox, _ := browserCostOf("firefox")
+	want := int(left / float64(chromium.memory+firefox.memory))
 	if n != 64 || b != want || b < 10 || b > 20 {
 		t.Errorf("both browsers: %d testbeds, %d browsers; want 64 and %d", n, b, want)
 	}
 	// Lighthouse holds a Chromium.
-	if _, b := MemoryLimits(22*gb, 64, []model.Cell{{Client: model.ClientLighthouse}}); b != int(left/float64(estChromiumMemory)) {
+	if _, b := MemoryLimits(22*gb, 64, []model.Cell{{Client: "lighthouse"}}); b != int(left/float64(chromium.memory)) {
 		t.Errorf("lighthouse: %d browsers", b)
 	}
 	// 2 GB: the memory caps the testbeds, and a browser still runs.
@@ -256,10 +259,10 @@ func TestMeasuredLoad(t *testing.T) {
 	}
 	// A browser: its own CPU once, the server's network work and the
 	// emulator's share of as much again.
-	if got := MeasuredLoad(model.ClientFirefox, s, s/10, 2*s); math.Abs(got-(1+0.2)/2) > 1e-9 {
+	if got := MeasuredLoad("firefox", s, s/10, 2*s); math.Abs(got-(1+0.2)/2) > 1e-9 {
 		t.Errorf("firefox: %v, want %v", got, 0.6)
 	}
-	if got := MeasuredLoad(model.ClientChromium, s, 0, 4*s); got != 0.25 {
+	if got := MeasuredLoad("chromium", s, 0, 4*s); got != 0.25 {
 		t.Errorf("chromium: %v, want 0.25", got)
 	}
 	if got := MeasuredLoad(model.ClientBuiltin, s, s, 0); got != 0 {

@@ -43,35 +43,23 @@ func FileLimit(nofile uint64) int {
 	return int(max(1, min((nofile-FilesReserve)/FilesPerTestbed, math.MaxInt32)))
 }
 
-// browserMemory is the memory one running browser of each browser client
-// holds (proportional set size of its processes while it loads a page):
-// a testbed that runs a browser client's samples may keep that browser.
-// Lighthouse runs Chromium.
-var browserMemory = map[string]int64{
-	model.ClientChromium: estChromiumMemory,
-	model.ClientFirefox:  estFirefoxMemory,
-}
-
 // MemoryLimits returns how many testbeds, and how many blocks in a browser
 // at once, fit in MemShare of avail bytes of available memory for a run of
 // cells that asks for up to slots testbeds: testbeds is min(slots, the
 // testbeds MemPerTestbed allows), at least 1; browsers is what the memory
 // left beside those testbeds allows a testbed to hold one browser of each
-// browser client the cells use, at least 1, or 0 (no limit) when no cell
-// runs in a browser.
+// browser the cells use (its stack's client.cost.memory_mb; an audit
+// client's is the browser it uses), at least 1, or 0 (no limit) when no
+// cell runs in a browser.
 func MemoryLimits(avail int64, slots int, cells []model.Cell) (testbeds, browsers int) {
 	budget := MemShare * float64(max(avail, 0))
 	testbeds = max(1, min(slots, int(budget/MemPerTestbed)))
 	var perTestbed int64
 	seen := map[string]bool{}
 	for i := range cells {
-		client := cells[i].Client
-		if client == model.ClientLighthouse {
-			client = model.ClientChromium
-		}
-		if m, ok := browserMemory[client]; ok && !seen[client] {
-			seen[client] = true
-			perTestbed += m
+		if bc, ok := browserCostOf(cells[i].Client); ok && !seen[bc.stack] {
+			seen[bc.stack] = true
+			perTestbed += bc.memory
 		}
 	}
 	if perTestbed == 0 {

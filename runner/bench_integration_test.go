@@ -73,7 +73,7 @@ tests:
 func TestChromiumBenchPhysics(t *testing.T) {
 	needRoot(t)
 	needChromium(t)
-	benchPhysics(t, model.ClientChromium, func(us float64) bool { return us == 5 })
+	benchPhysics(t, "chromium", func(us float64) bool { return us == 5 })
 }
 
 // TestFirefoxBenchPhysics is TestChromiumBenchPhysics in headless Firefox,
@@ -82,7 +82,7 @@ func TestChromiumBenchPhysics(t *testing.T) {
 func TestFirefoxBenchPhysics(t *testing.T) {
 	needRoot(t)
 	needFirefox(t)
-	benchPhysics(t, model.ClientFirefox, func(us float64) bool { return us > 0 && us <= 100 })
+	benchPhysics(t, "firefox", func(us float64) bool { return us > 0 && us <= 100 })
 }
 
 // benchPhysics runs benchPlan with client and checks its samples; timerOK

@@ -46,6 +46,8 @@ type slot struct {
 	// browser: the slot has taken a block in a browser, whose browser it
 	// may keep (the dispatch keeps browser blocks on few testbeds).
 	browser bool
+	// capt is the testbed's capture (capture.go); nil without one.
+	capt *slotCapture
 }
 
 // close stops the slot's agent and server and removes its testbed.
@@ -59,6 +61,7 @@ func (r *slot) close() {
 	for _, s := range r.parked {
 		s.close()
 	}
+	r.closeCapture()
 	if r.tb != nil {
 		r.tb.Close()
 	}

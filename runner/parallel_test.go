@@ -87,7 +87,7 @@ func TestPickSlot(t *testing.T) {
 func TestLimitsFor(t *testing.T) {
 	const gb = 1 << 30
 	builtin := []model.Cell{{Client: model.ClientBuiltin}}
-	browsers := []model.Cell{{Client: model.ClientChromium}, {Client: model.ClientFirefox}}
+	browsers := []model.Cell{{Client: "chromium"}, {Client: "firefox"}}
 	for _, tc := range []struct {
 		name                                string
 		n, cpus                             int
