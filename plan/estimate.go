@@ -102,7 +102,8 @@ const (
 	// its requests (a program's or a browser's start and teardown), the
 	// browser's own work inside a page load and an audit's work after it
 	// are its stack's (peers.Client's Overhead, Work and AfterLoad in
-	// peers/NAME/stack.yaml), measured there; a browser's in browsers.go.
+	// peers/NAME/stack.yaml), measured there (browsers.go reads a
+	// browser's).
 
 	// estTraceFallbackBps is the rate assumed for a trace file that cannot
 	// be read (a plan checked with Parse, whose relative paths are not

@@ -135,7 +135,7 @@ func MeasuredLoad(client string, clientCPU, serverCPU, held time.Duration) float
 // teardown, or a context's), each page it loads (the page test's, or
 // the bench page in which the other tests run: pageCPU) and the network
 // work of its connections, requests and bytes, over the sample's
-// estimated duration (its stack's client.cost, browsers.go).
+// estimated duration (its stack's client.cost, read by browsers.go).
 //
 // A cell runs alone (Exclusive) when it would use the machine whatever its
 // link (the cpu test; a client whose stack says so, client.exclusive in

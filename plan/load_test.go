@@ -269,3 +269,27 @@ func TestMeasuredLoad(t *testing.T) {
 		t.Errorf("no time held: %v", got)
 	}
 }
+
+// TestBrowserCostsFromTheRegistry: the browser clients' costs are their
+// stack descriptors' (client.cost), an audit client's those of the
+// browser it uses with its own overhead and work, and a client that loads
+// no pages in a browser has none.
+func TestBrowserCostsFromTheRegistry(t *testing.T) {
+	for _, name := range []string{"chromium", "firefox"} {
+		bc, ok := browserCostOf(name)
+		if !ok || bc.stack != name || bc.overhead <= 0 || bc.sampleCPU <= 0 || bc.pageCPU <= 0 ||
+			bc.tcp.perSecond <= 0 || bc.quic.perRequest <= 0 || bc.memory < 100<<20 {
+			t.Errorf("%s: %+v, %v; want every cost set from its stack.yaml", name, bc, ok)
+		}
+	}
+	chromium, _ := browserCostOf("chromium")
+	lh, ok := browserCostOf("lighthouse")
+	if !ok || lh.stack != "chromium" || lh.memory != chromium.memory || lh.sampleCPU != chromium.sampleCPU {
+		t.Errorf("lighthouse: %+v, %v; want Chromium's costs", lh, ok)
+	}
+	for _, name := range []string{model.ClientBuiltin, "aioquic", "no-such-client"} {
+		if bc, ok := browserCostOf(name); ok {
+			t.Errorf("%s: %+v; want no browser cost", name, bc)
+		}
+	}
+}
