@@ -95,3 +95,35 @@ func TestEvidenceCommand(t *testing.T) {
 }
 
 func itoaCLI(n int64) string { return strconv.FormatInt(n, 10) }
+
+// The report of a run with evidence links each comparison's samples to
+// the directory where quicbench evidence --all writes their files, by a
+// path relative to the report, with the command that writes it.
+func TestReportLinksEvidence(t *testing.T) {
+	path, with, without, _ := evidenceDB(t)
+	out := filepath.Join(t.TempDir(), "r", "report.html")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "report", path, "-o", out); code != ExitOK {
+		t.Fatalf("report: exit %d %s", code, errs)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	rel, err := filepath.Rel(filepath.Dir(out), strings.TrimSuffix(path, ".db")+"-evidence")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := `<a href="` + filepath.ToSlash(rel) + "/sample-" + itoaCLI(with) + `/" title="capture.pcapng, keys.log">#` + itoaCLI(with)
+	for _, want := range []string{link, "quicbench evidence " + path + " --all --run 1"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "/sample-"+itoaCLI(without)+"/") {
+		t.Errorf("report links sample %d, which kept no evidence", without)
+	}
+}

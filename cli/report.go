@@ -145,6 +145,7 @@ the terminal summary instead.`,
 			if out == "" {
 				out = strings.TrimSuffix(path, filepath.Ext(path)) + ".html"
 			}
+			withEvidence(&opts, notes.Evidence, path, out, ds.Run.ID)
 			return writeOutput(env, out, func(w io.Writer) error { return report.HTML(w, ds, opts) })
 		},
 	}
@@ -200,6 +201,9 @@ func loadRun(ctx context.Context, path string, runID int64) (*model.Dataset, rep
 	}
 	if notes.Browser, err = db.RunBrowser(ctx, run.ID); err != nil {
 		return nil, none, fmt.Errorf("loading the browser of run %d from %s: %w", run.ID, path, err)
+	}
+	if notes.Evidence, err = runEvidence(ctx, db, run.ID); err != nil {
+		return nil, none, fmt.Errorf("listing the evidence of run %d in %s: %w", run.ID, path, err)
 	}
 	return ds, notes, nil
 }
@@ -258,4 +262,40 @@ func exactArgs(n int, want, hint string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// runEvidence lists the evidence files of run runID's samples by sample.
+func runEvidence(ctx context.Context, db *store.DB, runID int64) (map[int64][]string, error) {
+	evs, err := db.RunEvidence(ctx, runID)
+	if err != nil || len(evs) == 0 {
+		return nil, err
+	}
+	out := map[int64][]string{}
+	for _, e := range evs {
+		out[e.SampleID] = append(out[e.SampleID], e.Name)
+	}
+	return out, nil
+}
+
+// withEvidence points a report written to htmlPath at its run's evidence:
+// the directory that `quicbench evidence DB --all` writes by default
+// (DB-evidence beside the database), as a path relative to the report.
+func withEvidence(opts *report.Options, ev map[int64][]string, dbPath, htmlPath string, runID int64) {
+	if len(ev) == 0 {
+		return
+	}
+	dir := strings.TrimSuffix(dbPath, filepath.Ext(dbPath)) + "-evidence"
+	opts.Evidence = ev
+	opts.EvidenceCommand = fmt.Sprintf("quicbench evidence %s --all --run %d", dbPath, runID)
+	rel := dir
+	if htmlPath != "-" && htmlPath != "" {
+		if absDir, err := filepath.Abs(dir); err == nil {
+			if absOut, err := filepath.Abs(filepath.Dir(htmlPath)); err == nil {
+				if r, err := filepath.Rel(absOut, absDir); err == nil {
+					rel = r
+				}
+			}
+		}
+	}
+	opts.EvidenceDir = filepath.ToSlash(rel)
 }

@@ -303,6 +303,11 @@ func writeReports(env *Env, dbPath string, runID int64, htmlPath string, text bo
 		return err
 	}
 	opts := report.Options{Source: dbPath, RunWarnings: warns, Browser: browser}
+	ev, err := runEvidence(ctx, db, runID)
+	if err != nil {
+		return fmt.Errorf("listing the evidence of run %d in %s: %w", runID, dbPath, err)
+	}
+	withEvidence(&opts, ev, dbPath, htmlPath, runID)
 	if opts.Stats.MinEffect, err = minEffectFor(minEffect, ds.Run.PlanText); err != nil {
 		return err
 	}

@@ -173,6 +173,8 @@ func crossClass(c *stats.Comparison) string {
 type RunNotes struct {
 	Browser  string   // the browser of the run's chromium samples (store.DB.RunBrowser); "" for none
 	Warnings []string // validity warnings about the whole run (store.DB.RunWarnings)
+	// Evidence names the evidence files of each sample (store.DB.RunEvidence).
+	Evidence map[int64][]string
 }
 
 func runLine(label, source string, r model.Run, n RunNotes) string {

@@ -14,6 +14,9 @@ type implRow struct {
 	Med, N, RefMed              string
 	Rel, P, Cliff, Verdict      string
 	Class                       string
+	// CC names the two cells' congestion controls when their algorithms
+	// differ (a comparison of stacks and of controllers at once), else "".
+	CC string
 }
 
 // implRows renders the comparisons across implementations
@@ -31,6 +34,7 @@ func implRows(an *stats.Analysis) []implRow {
 				Cliff:   cliff(c.Cliff, c.Magnitude),
 				Verdict: c.HeadlineAs(a, b),
 				Class:   implClass(c),
+				CC:      ccDiffers(c),
 			})
 		}
 	}
@@ -51,4 +55,15 @@ func implClass(c *stats.Comparison) string {
 		return "neg"
 	}
 	return "ns"
+}
+
+// ccDiffers is "cc differs: quic-go NewReno vs aioquic Cubic" when the two
+// cells of a comparison ran different congestion control algorithms, ""
+// when they ran the same one or recorded none.
+func ccDiffers(c *stats.Comparison) string {
+	a, b := c.A.Controllers(), c.B.Controllers()
+	if a == "" || b == "" || c.MatchedCC() {
+		return ""
+	}
+	return "cc differs: " + a + " vs " + b
 }

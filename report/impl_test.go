@@ -3,6 +3,9 @@ package report
 import (
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/stats"
 )
 
 // A protocol measured by two clients gets a row in the implementations
@@ -29,5 +32,26 @@ func TestImplementationsSection(t *testing.T) {
 	}
 	if strings.Contains(string(renderHTML(t, smallDataset(), Options{})), `id="implementations"`) {
 		t.Error("a single-implementation report has an implementations section")
+	}
+}
+
+// A comparison across implementations whose senders ran different
+// algorithms says so; one at matched congestion control says nothing.
+func TestImplRowNamesDifferentControllers(t *testing.T) {
+	cell := func(server, algo string) *stats.CellStats {
+		c := &model.Cell{Protocol: "h3", Client: model.ClientBuiltin}
+		if server != "" {
+			c.Server = server
+		}
+		s := &model.Sample{Transport: []model.TransportStats{{Kind: "quic", Side: "server", CongestionAlgo: algo}}}
+		return &stats.CellStats{Cell: c, Samples: []*model.Sample{s}}
+	}
+	mixed := &stats.Comparison{A: cell("aioquic", "cubic"), B: cell("", "reno")}
+	if got, want := ccDiffers(mixed), "cc differs: aioquic Cubic vs quic-go NewReno"; got != want {
+		t.Errorf("ccDiffers = %q, want %q", got, want)
+	}
+	matched := &stats.Comparison{A: cell("aioquic", "reno"), B: cell("", "reno")}
+	if got := ccDiffers(matched); got != "" {
+		t.Errorf("matched controllers: ccDiffers = %q, want none", got)
 	}
 }

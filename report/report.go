@@ -59,6 +59,15 @@ type Options struct {
 	// and version, as the store keeps it: store.DB.RunBrowser); shown with
 	// the environment when set.
 	Browser string
+	// Evidence names the evidence files kept with each sample (sample ID
+	// to file names: store.DB.RunEvidence). Each comparison links its
+	// samples' files at EvidenceDir/sample-ID/NAME, where `quicbench
+	// evidence RESULTS.db --all -o EvidenceDir` writes them.
+	Evidence map[int64][]string
+	// EvidenceDir is the evidence directory's path relative to the report
+	// (used as a link); EvidenceCommand is the command that writes it,
+	// shown beside the links.
+	EvidenceDir, EvidenceCommand string
 }
 
 func (o Options) withDefaults(ds *model.Dataset) Options {

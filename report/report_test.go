@@ -92,8 +92,11 @@ func TestHTMLContent(t *testing.T) {
 	out := string(renderHTML(t, smallDataset(), goldenOpts()))
 	for _, want := range []string{
 		// verdicts: h3 faster under loss, h2 better for upload goodput
-		`<td class="v quic" data-l="Verdict">QUIC faster</td>`,
-		`<td class="v tcp" data-l="Verdict">TCP better</td>`,
+		`<td class="v quic" data-l="Verdict">QUIC faster<`,
+		`<td class="v tcp" data-l="Verdict">TCP better<`,
+		// each protocol comparison says which controllers ran (issue 25)
+		`<div class="vnote cc">h3: quic-go NewReno; h2: kernel Cubic (different algorithms)</div>`,
+		`<div class="vnote cc">h2: kernel Cubic; h1: kernel Cubic</div>`,
 		`no significant difference`,
 		// the first screen
 		`<section id="answer">`, `class="fig matrix"`, `class="fig forest"`, `negligible ±5%`,

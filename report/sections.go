@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"path"
 	"slices"
 	"strings"
 
@@ -51,7 +52,15 @@ type cmpRow struct {
 	Band                         string // where the effect's interval lies against the band
 	Verdict, Class               string
 	Notes                        []string
-	Why                          []string // transport medians of A / B
+	// CC states the congestion controls the two sides ran
+	// (stats.Comparison.Controllers), CCDiffers when the algorithms differ.
+	CC        string
+	CCDiffers bool
+	// EvidenceA and EvidenceB link the evidence files of each side's
+	// samples (Options.Evidence), nil when they kept none.
+	EvidenceA, EvidenceB []evidenceLink
+	EvidenceCommand      string // Options.EvidenceCommand
+	Why                  []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
 	Worst, WorstClass string
@@ -138,7 +147,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 		}
 	}
 	tv.Legend = swatches(testProtocols(t))
-	tablesFor(tv, t, an.Config, ids)
+	tablesFor(tv, t, an.Config, ids, opts)
 	heatmaps(tv, t, opts)
 	bars(tv, t)
 	sel := selectGroups(tv, t, opts.MaxGroupCharts)
@@ -262,7 +271,7 @@ func hasResources(t *stats.TestSet) bool {
 }
 
 // tablesFor fills the results (study C), transport and comparison tables.
-func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.Comparison]string) {
+func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.Comparison]string, opts Options) {
 	for _, g := range t.Groups {
 		ref := refCell(g)
 		for i, cs := range g.Cells {
@@ -305,7 +314,9 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.
 				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Effect: effectText(c), Paired: paired, HL: hl,
 				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
 				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP), Band: bandText(c),
-				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
+				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c),
+				CC: c.Controllers(), CCDiffers: c.Controllers() != "" && !c.MatchedCC(),
+				EvidenceA: evidenceLinks(c.A, opts), EvidenceB: evidenceLinks(c.B, opts), EvidenceCommand: opts.EvidenceCommand})
 		}
 	}
 }
@@ -935,4 +946,29 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 			tv.Heatmaps = append(tv.Heatmaps, heatmapChart(title, caption, xf, xv, yf, yv, cells))
 		}
 	}
+}
+
+// evidenceLink is one sample's evidence in a comparison's details: a link
+// to its directory and its files' names.
+type evidenceLink struct {
+	Text, Href, Files string
+}
+
+// evidenceLinks links the evidence of the cell's counted samples, by
+// iteration, where Options.EvidenceDir has them once quicbench evidence
+// --all wrote them.
+func evidenceLinks(cs *stats.CellStats, opts Options) []evidenceLink {
+	if len(opts.Evidence) == 0 {
+		return nil
+	}
+	var out []evidenceLink
+	for _, s := range cs.Samples {
+		names := opts.Evidence[s.ID]
+		if len(names) == 0 {
+			continue
+		}
+		dir := path.Join(opts.EvidenceDir, fmt.Sprintf("sample-%d", s.ID))
+		out = append(out, evidenceLink{Text: fmt.Sprintf("#%d (it %d)", s.ID, s.Iteration), Href: dir + "/", Files: strings.Join(names, ", ")})
+	}
+	return out
 }

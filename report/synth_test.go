@@ -80,11 +80,11 @@ func (b *builder) add(cs cellSpec, proto string, n int, value func(i int) float6
 			s.Value = v
 		}
 		s.Metrics = map[string]float64{cs.metric: s.Value}
-		kind := "tcp"
+		kind, algo := "tcp", "cubic"
 		if model.IsQUIC(proto) {
-			kind = "quic"
+			kind, algo = "quic", "reno" // quic-go's NewReno, as a real run records
 		}
-		s.Transport = []model.TransportStats{{Kind: kind, CongestionAlgo: "cubic", SmoothedRTTms: 20 + b.rng.Float64()*5,
+		s.Transport = []model.TransportStats{{Kind: kind, CongestionAlgo: algo, SmoothedRTTms: 20 + b.rng.Float64()*5,
 			MinRTTms: 18, CwndBytes: int64(40000 + b.rng.IntN(20000)), PacketsSent: 900, PacketsLost: int64(b.rng.IntN(20)),
 			Retransmits: int64(b.rng.IntN(25)), PTOCount: int64(b.rng.IntN(2))}}
 		s.LinkDown = emu.Counters{PacketsIn: 900, PacketsOut: 880, DropLoss: uint64(b.rng.IntN(20)), QueueDelaySumNs: 880 * 150000}

@@ -7,6 +7,7 @@
 #   bash scripts/bench.sh            # everything (about 10 minutes on 2 cores)
 #   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, pipeline, capture
 #   bash scripts/bench.sh quic-queue # an experiment, not in "all": see below
+#   bash scripts/bench.sh stacks     # every stack against quicbench's own, not in "all"
 #
 # Output: the `go test -bench` lines (custom units such as Gbit/s, p50-err-us,
 # emu/veth-%, net-pct, taken-pct, s/report), also kept in bench-results.txt.
@@ -72,6 +73,13 @@ case $group in all | capture)
 esac
 case $group in capture-answer)
 	go test -v -run '^$' -bench 'BenchmarkCaptureSameAnswer' -benchtime 1x -count 1 -timeout 60m ./runner/ 2>&1 | tee -a "$out"
+	;;
+esac
+case $group in stacks)
+	# Every stack's server and fetch client: goodput and CPU per MB of 50 MB
+	# downloads over the unimpaired link, against quicbench's own in the
+	# same interleaved run (docs/performance.md, "Stacks"; about 5 minutes).
+	go test -v -run '^$' -bench 'BenchmarkStackCost' -benchtime 1x -count 1 -timeout 60m ./runner/ 2>&1 | tee -a "$out"
 	;;
 esac
 case $group in quic-queue)

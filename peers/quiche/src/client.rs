@@ -159,6 +159,15 @@ fn tls_config(req: &ClientRequest, cipher: Arc<Mutex<String>>) -> Result<quiche:
                 .map_err(|e| format!("ca_pem: {e}"))?;
         }
     }
+    // quiche checks the server name it is given as a DNS name only, so a
+    // server reached by its address (every testbed's) is checked against
+    // the certificate's IP addresses here, and connect gets no name.
+    if let Ok(ip) = req.sni().parse::<std::net::IpAddr>() {
+        b.cert_store_mut()
+            .verify_param_mut()
+            .set_ip(ip)
+            .map_err(|e| format!("TLS: {e}"))?;
+    }
     b.set_info_callback(move |ssl, mode, _| {
         if mode == SslInfoCallbackMode::HANDSHAKE_DONE {
             if let Some(c) = ssl.current_cipher() {
@@ -218,7 +227,11 @@ fn run(
     let mut scid = [0u8; 16];
     getrandom::fill(&mut scid).map_err(|e| format!("random: {e}"))?;
     let scid = quiche::ConnectionId::from_ref(&scid);
-    let mut conn = quiche::connect(Some(req.sni()), &scid, local, peer, &mut config)
+    let name = match req.sni().parse::<std::net::IpAddr>() {
+        Ok(_) => None, // no SNI for an address (RFC 6066, 3); checked by tls_config
+        Err(_) => Some(req.sni()),
+    };
+    let mut conn = quiche::connect(name, &scid, local, peer, &mut config)
         .map_err(|e| format!("quiche: {e}"))?;
     if !req.keylog.is_empty() {
         let k = KeyLogFile::open(Path::new(&req.keylog))
