@@ -187,6 +187,8 @@ type Report struct {
 	Warnings     []string  `json:"warnings,omitempty"`
 	// Parallel holds RunParallel's results, one per number of testbeds.
 	Parallel []ParallelResult `json:"parallel,omitempty"`
+	// Admitted holds RunAdmitted's results, one per number of testbeds.
+	Admitted []AdmittedResult `json:"admitted,omitempty"`
 	OK       bool             `json:"ok"` // no judged figure failed
 }
 
@@ -268,6 +270,10 @@ type run struct {
 
 	// soak is the soaker of the CPU figures, started by the first.
 	soak *soaker
+
+	// maxPPS, when set, caps the probe rate of each direction
+	// (RunAdmitted's probe testbed, which stands for a sample).
+	maxPPS float64
 
 	closers []io.Closer
 
@@ -744,6 +750,9 @@ func (r *run) startProbes(loaded bool) (*probePhase, error) {
 	p := &probePhase{r: r, loaded: loaded, name: "idle", cols: make([]*collector, 2), off0: realtimeOffset()}
 	for dir := range 2 {
 		pps := probeRatePPS(r.links[dir])
+		if r.maxPPS > 0 {
+			pps = min(pps, r.maxPPS)
+		}
 		p.longest = max(p.longest, float64(r.cfg.Packets)/pps)
 		p.cols[dir] = newCollector(ph, r.cfg.Packets, p.off0)
 		p.flows = append(p.flows, newProbeFlow(r.probeTx[dir], ph, r.cfg.Packets, time.Duration(1e9/pps), &p.recs[dir]))

@@ -153,6 +153,20 @@
 // during the same phases, the machine's CPU busy share (/proc/stat) and the
 // process's and forwarders' CPU.
 //
+// RunAdmitted (`quicbench calibrate --parallel N[,N...] --admitted`) asks
+// the question of a parallel run's admission rule instead: testbed 1 runs
+// the idle phase (probes at most 1,000 per second and direction, the veth
+// floor and the timer baseline beside it) while each other testbed
+// carries one bulk download through its link (QUIC and TLS over TCP in
+// turn, calibrate's bulk endpoints as processes in its namespaces) as
+// long as plan.Admission, with this machine's budget and the downloads'
+// predicted loads (plan.CellLoad), admits it. It reports the probe
+// testbed's per-packet error per N (N = 1 of the same run is the
+// baseline), the loads predicted and measured (plan.MeasuredLoad of the
+// transfers' processes' CPU), the transfers' goodput, and what a testbed
+// holds: the drop of MemAvailable, this process's file descriptors and
+// threads, a bulk server's proportional set size.
+//
 // Run returns a Report; Report.Failed lists the judged figures outside
 // their tolerance.
 //

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/quicbench/quicbench/plan"
 )
 
 // formatValue prints v in unit.
@@ -92,6 +94,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if len(r.Parallel) > 0 {
 		r.writeParallel(&b)
 	}
+	if len(r.Admitted) > 0 {
+		r.writeAdmitted(&b)
+	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "\nwarning: %s", wn)
 	}
@@ -135,6 +140,27 @@ func (r *Report) writeParallel(b *strings.Builder) {
 				p.Testbeds, ph.Phase, ph.Pooled.Probes, ph.Pooled.P50Us, ph.Pooled.P99Us, ph.WorstP50Us, ph.WorstP99Us,
 				ph.WorstTestbed, ph.FloorP50Us, ph.FloorP99Us, ph.MachineLateMaxUs, ph.CPUBusyPercent, ph.ProcessCPUPercent, ph.ForwarderCPUPercent, res)
 		}
+	}
+	tw.Flush()
+}
+
+// writeAdmitted writes RunAdmitted's summary: one line per number of
+// testbeds.
+func (r *Report) writeAdmitted(b *strings.Builder) {
+	fmt.Fprintf(b, "\nparallel testbeds at the admitted load: the probe testbed's per-packet delay error (measured - model), us, targets p50 <= %d, p99 <= %d, while the others carry bulk downloads (QUIC and TLS in turn) as the admission rule admits them; load in CPUs (predicted: plan.CellLoad; measured: the transfers' processes' CPU x %.1f); machine: CPU busy (all CPUs), timer baseline held back >150 us (%% of the phase) and latest wake-up (us)\n",
+		TolDelayP50.Microseconds(), TolDelayP99.Microseconds(), plan.EndpointLoadFactor)
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "testbeds\tloaded (QUIC/TLS)\tload predicted\tmeasured\tbudget\tgoodput/testbed\tprobes\tp50\tp99\tmax\tCPU busy\theld back\tlate max\tfloor p50/p99\tMB/testbed\tfds/testbed\tthreads/testbed\tresult")
+	for _, a := range r.Admitted {
+		ph := a.Phase
+		res := "ok"
+		if !a.OK {
+			res = StatusFail
+		}
+		fmt.Fprintf(tw, "%d\t%d (%d/%d)\t%.2f\t%.2f\t%.2f\t%.2f Mbit/s\t%d\t%.1f\t%.1f\t%.0f\t%.0f%%\t%.2f%%\t%.0f\t%.1f/%.1f\t%.1f\t%.1f\t%.1f\t%s\n",
+			a.Testbeds, a.Loaded, a.QUIC, a.TLS, a.PredictedCPU, a.MeasuredCPU, a.Budget, a.GoodputMbps, ph.Pooled.Probes,
+			ph.Pooled.P50Us, ph.Pooled.P99Us, ph.Pooled.MaxUs, ph.CPUBusyPercent, ph.MachineHeldBackPercent, ph.MachineLateMaxUs,
+			ph.FloorP50Us, ph.FloorP99Us, a.MemPerTestbedMB, a.FDsPerTestbed, a.ThreadsPerTestbed, res)
 	}
 	tw.Flush()
 }

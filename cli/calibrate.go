@@ -27,10 +27,19 @@ var runCalibration = calibrate.Run
 // runCalibration is.
 var runParallelCalibration = calibrate.RunParallel
 
+// runAdmittedCalibration is calibrate.RunAdmitted, replaced by tests as
+// runCalibration is.
+var runAdmittedCalibration = calibrate.RunAdmitted
+
 // defaultParallelLink is calibrate --parallel's link when none is given:
 // a delay and a rate, so that every testbed's load is link-bound (as the
 // samples of a run are) rather than 100 Mbit/s each.
 const defaultParallelLink = "delay 25ms rate 10mbit"
+
+// defaultAdmittedLink is calibrate --parallel --admitted's link when none
+// is given: the slowest of size-bandwidth-grid's (1 Mbit/s, 100 ms of
+// round trip), the kind of link whose samples many testbeds share.
+const defaultAdmittedLink = "delay 50ms rate 1mbit"
 
 func newCalibrateCmd(env *Env) *cobra.Command {
 	var (
@@ -40,9 +49,10 @@ func newCalibrateCmd(env *Env) *cobra.Command {
 		throughput bool
 		quiet      bool
 		parallel   string
+		admitted   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate [--link SPEC | --up SPEC --down SPEC] [--seed N] [--packets N] [--duration D] [--throughput | --parallel N[,N...]] [--json]",
+		Use:   "calibrate [--link SPEC | --up SPEC --down SPEC] [--seed N] [--packets N] [--duration D] [--throughput | --parallel N[,N...] [--admitted]] [--json]",
 		Short: "Measure what the emulated link really does and compare it with its spec; exit 1 when a figure is out of tolerance",
 		Long: `calibrate builds a testbed with the given link, sends its own probe traffic between the two
 namespaces and measures, per direction: one-way delay p50, p99 and max (idle and under a bulk
@@ -69,6 +79,19 @@ against the targets (p50 50 us, p99 150 us), next to the veth floor measured in 
 and the machine's CPU busy share (/proc/stat, every process) during each phase. The default
 link of this mode is "` + defaultParallelLink + `" each way.
 
+With --parallel N --admitted the N testbeds carry the load quicbench run --parallel's
+admission rule admits instead: testbed 1 runs the idle probe phase (probes both ways,
+the veth floor and the machine's timer baseline beside it) while each other testbed
+carries one bulk download through its link, QUIC and TLS over TCP in turn, between a
+server and a client process in its namespaces, as long as the rule admits it beside the
+others (their loads predicted as a run predicts a download's over that link, within half
+the machine's CPUs). Per N it reports the probe testbed's per-packet delay error p50 and
+p99 (judged against the same targets), the load predicted and measured (the transfers'
+CPU time x 1.5), the machine's CPU busy share and timer baseline, and what each testbed
+held: memory (the drop of MemAvailable), file descriptors and threads of this process.
+Give 1 among the Ns (--parallel 1,64) for the baseline of the same run. The default link
+of this mode is "` + defaultAdmittedLink + `" each way.
+
 Exit status: 0 when every judged figure is within tolerance, 1 naming the ones that are not,
 2 for bad input, 3 when the machine cannot build namespaces. Methods and tolerances:
 package calibrate's documentation (go doc github.com/quicbench/quicbench/calibrate).`,
@@ -76,7 +99,8 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
   quicbench calibrate --link "delay 20ms loss 2%" --packets 50000 --seed 7
   quicbench calibrate --up "rate 10mbit" --down "rate 100mbit delay 10ms" --json
   quicbench calibrate --link "delay 10ms" --throughput --duration 5s
-  quicbench calibrate --parallel 1,4,8,16 --packets 10000`,
+  quicbench calibrate --parallel 1,4,8,16 --packets 10000
+  quicbench calibrate --parallel 1,64 --admitted --packets 5000`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return Usage(fmt.Errorf("unexpected argument %q", args[0]), `calibrate takes only flags; quote a link spec: --link "delay 25ms"`)
@@ -92,6 +116,7 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 	fs.BoolVar(&jsonOut, "json", false, "write the report as JSON")
 	fs.BoolVarP(&quiet, "quiet", "q", false, "no progress lines on standard error")
 	fs.StringVar(&parallel, "parallel", "", "number of testbeds active at once, or a comma-separated list of them to sweep (e.g. 1,4,8,16): delay precision with N testbeds (default link \""+defaultParallelLink+"\")")
+	fs.BoolVar(&admitted, "admitted", false, "with --parallel: testbed 1 probes while the others carry bulk downloads as the admission rule admits them (default link \""+defaultAdmittedLink+"\")")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var counts []int
 		if fs.Changed("parallel") {
@@ -103,14 +128,23 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 				return Usage(errors.New("--parallel and --throughput cannot be combined"), "")
 			}
 			if !fs.Changed("link") && !fs.Changed("up") && !fs.Changed("down") {
-				if err := fs.Set("link", defaultParallelLink); err != nil {
+				link := defaultParallelLink
+				if admitted {
+					link = defaultAdmittedLink
+				}
+				if err := fs.Set("link", link); err != nil {
 					return err
 				}
 			}
+		} else if admitted {
+			return Usage(errors.New("--admitted needs --parallel"), "give the numbers of testbeds, e.g. --parallel 1,64 --admitted")
 		}
 		up, down, err := lf.Links()
 		if err != nil {
 			return err
+		}
+		if admitted && up.Delay+down.Delay < time.Millisecond && up.RateBps() == 0 && down.RateBps() == 0 {
+			return Usage(errors.New("--admitted needs a link with a rate or a delay"), "samples over an unlimited link run alone in a parallel run; give a link such as --link \""+defaultAdmittedLink+"\"")
 		}
 		if packets < calibrate.MinPackets || packets > calibrate.MaxPackets {
 			return Usage(fmt.Errorf("--packets %d: want %d to %d", packets, calibrate.MinPackets, calibrate.MaxPackets),
@@ -132,9 +166,12 @@ package calibrate's documentation (go doc github.com/quicbench/quicbench/calibra
 			Exe: env.Exe,
 		}
 		var rep *calibrate.Report
-		if counts != nil {
+		switch {
+		case counts != nil && admitted:
+			rep, err = runAdmittedCalibration(cmd.Context(), cfg, counts)
+		case counts != nil:
 			rep, err = runParallelCalibration(cmd.Context(), cfg, counts)
-		} else {
+		default:
 			rep, err = runCalibration(cmd.Context(), cfg)
 		}
 		if err != nil {

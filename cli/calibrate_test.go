@@ -244,3 +244,60 @@ func TestCalibrateParallelReal(t *testing.T) {
 		t.Fatalf("report: %+v", rep.Parallel)
 	}
 }
+
+// stubAdmitted replaces calibrate.RunAdmitted for the test, recording the
+// configurations and counts it is called with.
+func stubAdmitted(t *testing.T) (*[]calibrate.Config, *[][]int) {
+	t.Helper()
+	var cfgs []calibrate.Config
+	var calls [][]int
+	old := runAdmittedCalibration
+	runAdmittedCalibration = func(_ context.Context, cfg calibrate.Config, ns []int) (*calibrate.Report, error) {
+		cfgs = append(cfgs, cfg)
+		calls = append(calls, ns)
+		rep := stubReport(false)
+		rep.Admitted = []calibrate.AdmittedResult{{Testbeds: ns[0], OK: true}}
+		return rep, nil
+	}
+	t.Cleanup(func() { runAdmittedCalibration = old })
+	return &cfgs, &calls
+}
+
+func TestCalibrateAdmittedFlags(t *testing.T) {
+	cfgs, calls := stubAdmitted(t)
+	stubParallel(t, func(calibrate.Config, []int) (*calibrate.Report, error) {
+		t.Error("--admitted ran the probe-load calibration")
+		return nil, nil
+	})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"calibrate", "--admitted"}, "--admitted needs --parallel"},
+		{[]string{"calibrate", "--parallel", "2", "--admitted", "--link", "loss 1%"}, "--admitted needs a link with a rate or a delay"},
+	} {
+		code, _, stderr := calCLI(c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 naming %q", c.args, code, stderr, c.want)
+		}
+	}
+	if len(*calls) != 0 {
+		t.Fatalf("a bad command line started %d calibrations", len(*calls))
+	}
+	requireRootCLI(t) // otherwise the command re-executes itself rootless
+	code, stdout, stderr := calCLI("calibrate", "--parallel", "1,64", "--admitted", "--packets", "1000", "--json", "-q")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var rep calibrate.Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || len(rep.Admitted) != 1 {
+		t.Fatalf("--json: %v\n%s", err, stdout)
+	}
+	if got := (*calls)[0]; len(got) != 2 || got[0] != 1 || got[1] != 64 {
+		t.Errorf("counts passed: %v", got)
+	}
+	// No link given: the mode's slow default.
+	if cfg := (*cfgs)[0]; cfg.Up.String() != defaultAdmittedLink || cfg.Down.String() != defaultAdmittedLink || cfg.Packets != 1000 {
+		t.Errorf("config passed: up %q down %q, %d probes", cfg.Up, cfg.Down, cfg.Packets)
+	}
+}

@@ -55,13 +55,16 @@ plan's min_effect, else ±5%), "same" otherwise, "too few pairs" under 6 pairs. 
 (Markdown).
 
 The default plan is the built-in parallel-check (link-bound page loads, about 11
-minutes per run on 2 cores). An interrupted check continues with --resume, which
-resumes an incomplete database and reuses a complete one.
+minutes per run on 2 cores); --plan parallel-check-browsers checks browser samples
+sharing the machine (every browser client on link-bound cells, N = 8 by default). An
+interrupted check continues with --resume, which resumes an incomplete database and
+reuses a complete one.
 
 Exit status: 0 when every cell is "same"; 1 when a cell moved, or when cells have too
 few pairs to decide.`,
 		Example: `  quicbench check-parallel --parallel 4 -o check
   quicbench check-parallel --resume -o check
+  quicbench check-parallel --plan parallel-check-browsers -o check-browsers
   quicbench check-parallel --plan my-plan.yaml --iterations 30 --json`,
 		Args: exactArgs(0, "check-parallel takes no arguments", "give the plan with --plan"),
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -19,6 +19,7 @@ func init() { Register("plans", newPlansCommand) }
 func newPlansCommand(env *Env) *cobra.Command {
 	var quick bool
 	var parallel int
+	var shardArg string
 	cmd := &cobra.Command{
 		Use:   "plans [NAME]",
 		Short: "List the built-in plans, or print one as YAML to copy and edit",
@@ -27,23 +28,34 @@ counts (samples include one warm-up per cell; QUICK is the sample count of the
 --quick variant), ESTIMATE, the estimated duration of a full run on the
 reference machine taking one sample at a time (a 2-core VM; an order of
 magnitude, see "Estimated duration" in docs/plan-format.md), and PARALLEL, the
-estimate of a run with quicbench run --parallel N on that machine, N = 16 by
-default (the most testbeds the admission rule keeps active on 2 CPUs; see
-"Parallel testbeds" in docs/plan-format.md), or --parallel N. With a NAME,
-prints that plan as YAML, with both estimates in a first comment line and the
-comments that explain its design: save it, edit it and run it with quicbench
-run --plan FILE. The plan format is described in docs/plan-format.md.`,
+estimate of a run with quicbench run --parallel N on that machine, N = 64 by
+default (the most testbeds a run keeps active on 2 CPUs; how many run at once
+is the admission rule's to decide, see "Parallel testbeds" in
+docs/plan-format.md), or --parallel N. With a NAME, prints that plan as YAML,
+with both estimates in a first comment line and the comments that explain its
+design: save it, edit it and run it with quicbench run --plan FILE; --shard
+K/N estimates only shard K of N of it (quicbench run --shard K/N), for
+instance to size a slice of a long plan. The plan format is described in
+docs/plan-format.md.`,
 		Example: `  quicbench plans
   quicbench plans --parallel 4
   quicbench plans page-load-grid > my-grid.yaml
   quicbench plans degraded-networks --quick
+  quicbench plans degraded-networks --parallel 16 --shard 1/30 | head -1
   quicbench plans validate my-grid.yaml`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkParallel(parallel); err != nil {
 				return err
 			}
+			sh, err := shardFlag(shardArg)
+			if err != nil {
+				return err
+			}
 			if len(args) == 0 {
+				if !sh.IsZero() {
+					return Usage(errors.New("--shard estimates one plan's shard: name the plan"), "quicbench plans NAME --shard K/N")
+				}
 				return listPlans(env.Stdout, parallel)
 			}
 			data, err := plan.BuiltinYAML(args[0])
@@ -60,14 +72,14 @@ run --plan FILE. The plan format is described in docs/plan-format.md.`,
 				}
 				data = p.YAML()
 			}
-			e, err := p.EstimateWith(parallelFor(p, parallel, cmd.Flags().Changed("parallel")))
+			e, err := p.EstimateShard(parallelFor(p, parallel, cmd.Flags().Changed("parallel")), sh)
 			if err != nil {
 				return err
 			}
 			// A comment: the output stays the plan, valid YAML that parses
 			// to the same plan.
-			if _, err := fmt.Fprintf(env.Stdout, "# estimated duration on the reference machine: %s (%d samples)%s\n",
-				plan.FormatEstimate(e.Total), p.Counts().Total(), parallelPart(e)); err != nil {
+			if _, err := fmt.Fprintf(env.Stdout, "# estimated duration on the reference machine%s: %s (%d samples)%s\n",
+				shardPart(sh), plan.FormatEstimate(e.Total), estimateSamples(e), parallelPart(e)); err != nil {
 				return err
 			}
 			_, err = env.Stdout.Write(data)
@@ -78,8 +90,39 @@ run --plan FILE. The plan format is described in docs/plan-format.md.`,
 	cmd.PersistentFlags().IntVar(&parallel, "parallel", plan.MaxParallel(plan.RefCores),
 		fmt.Sprintf("estimate a run with up to N testbeds at once (1..%d; the reference machine runs at most %d; validate: the plan's parallel field unless set)",
 			plan.MaxParallelSetting, plan.MaxParallel(plan.RefCores)))
-	cmd.AddCommand(newPlansValidateCommand(env, &parallel))
+	cmd.PersistentFlags().StringVar(&shardArg, "shard", "", "estimate only shard K of N of the plan (quicbench run --shard K/N), e.g. 3/16")
+	cmd.AddCommand(newPlansValidateCommand(env, &parallel, &shardArg))
 	return cmd
+}
+
+// shardFlag parses the plans command's --shard ("" is the whole plan).
+func shardFlag(v string) (plan.Shard, error) {
+	if v == "" {
+		return plan.Shard{}, nil
+	}
+	sh, err := plan.ParseShard(v)
+	if err != nil {
+		return sh, Usage(fmt.Errorf("--shard: %w", err), "give K/N, shard K (1-based) of N, e.g. --shard 3/16")
+	}
+	return sh, nil
+}
+
+// shardPart is what a line of an estimate says of its shard: " of shard
+// 3/16", or nothing for the whole plan.
+func shardPart(sh plan.Shard) string {
+	if sh.IsZero() {
+		return ""
+	}
+	return " of shard " + sh.String()
+}
+
+// estimateSamples is the number of samples an estimate counts.
+func estimateSamples(e plan.Estimate) int {
+	n := 0
+	for _, c := range e.Cells {
+		n += c.Samples
+	}
+	return n
 }
 
 // checkParallel checks the value of the plans command's --parallel flag.
@@ -133,7 +176,7 @@ func listPlans(w io.Writer, parallel int) error {
 	return tw.Flush()
 }
 
-func newPlansValidateCommand(env *Env, parallel *int) *cobra.Command {
+func newPlansValidateCommand(env *Env, parallel *int, shardArg *string) *cobra.Command {
 	var cells, quick bool
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
@@ -144,12 +187,17 @@ expands to: scenarios, cells and samples, and the notes about combinations it
 leaves out on purpose (for example a raw transport listed for a page test),
 and the estimated duration of a run taking one sample at a time and of one
 with parallel testbeds: the plan's parallel field, or --parallel N (default
-16, the most the reference machine runs). A built-in plan's name is accepted
-in place of a file. It lists the commands of the stacks a plan declares
-(stacks:), which a run executes only with --allow-commands.`,
+64, the most the reference machine runs); with --shard K/N, of that shard
+only. A built-in plan's name is accepted in place of a file. It lists the
+commands of the stacks a plan declares (stacks:), which a run executes only
+with --allow-commands.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkParallel(*parallel); err != nil {
+				return err
+			}
+			sh, err := shardFlag(*shardArg)
+			if err != nil {
 				return err
 			}
 			var bad []string
@@ -166,8 +214,15 @@ in place of a file. It lists the commands of the stacks a plan declares
 				c := p.Counts()
 				fmt.Fprintf(env.Stdout, "%s: ok: plan %q, %s, %s, %d samples (%d counted + %d warm-up)\n",
 					arg, p.Name, plural(len(p.Scenarios()), "scenario"), plural(c.Cells, "cell"), c.Total(), c.Samples, c.Warmups)
-				if e, err := p.EstimateWith(parallelFor(p, *parallel, cmd.Flags().Changed("parallel"))); err == nil {
-					fmt.Fprintf(env.Stdout, "  estimated duration on the reference machine: %s%s\n", plan.FormatEstimate(e.Total), parallelPart(e))
+				if e, err := p.EstimateShard(parallelFor(p, *parallel, cmd.Flags().Changed("parallel")), sh); err == nil {
+					samples := ""
+					if !sh.IsZero() {
+						samples = fmt.Sprintf(" (%d samples)", estimateSamples(e))
+					}
+					fmt.Fprintf(env.Stdout, "  estimated duration on the reference machine%s: %s%s%s\n", shardPart(sh), plan.FormatEstimate(e.Total), samples, parallelPart(e))
+				} else if !sh.IsZero() {
+					fmt.Fprintf(env.Stderr, "%s: %v\n", arg, err)
+					bad = append(bad, arg)
 				}
 				for _, n := range p.Notes() {
 					fmt.Fprintf(env.Stdout, "  note: %s\n", n)

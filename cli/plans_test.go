@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quicbench/quicbench/plan"
 )
@@ -92,10 +93,10 @@ func TestPlansShow(t *testing.T) {
 		code, out, _ := runCLI(t, "plans", name)
 		want, _ := plan.BuiltinYAML(name)
 		p, _ := plan.Builtin(name)
-		e, _ := p.EstimateWith(16)
+		e, _ := p.EstimateWith(parallelFor(p, plan.MaxParallel(plan.RefCores), false)) // the plan's parallel field, else 64
 		first, rest, _ := strings.Cut(out, "\n")
-		wantFirst := fmt.Sprintf("# estimated duration on the reference machine: %s (%d samples), %s with 16 testbeds at once",
-			plan.FormatEstimate(e.Total), p.Counts().Total(), plan.FormatEstimate(e.Parallel))
+		wantFirst := fmt.Sprintf("# estimated duration on the reference machine: %s (%d samples), %s with %d testbeds at once",
+			plan.FormatEstimate(e.Total), p.Counts().Total(), plan.FormatEstimate(e.Parallel), e.ParallelN)
 		if code != ExitOK || first != wantFirst || rest != string(want) {
 			t.Errorf("%s: exit %d, first line %q (want %q), rest equal to BuiltinYAML: %t", name, code, first, wantFirst, rest == string(want))
 		}
@@ -126,6 +127,56 @@ func TestPlansShow(t *testing.T) {
 	}
 }
 
+// TestPlansShard: --shard K/N estimates one shard (quicbench run --shard
+// K/N): its samples and durations add up over the N shards to the
+// plan's, and a bad or misplaced --shard is a usage error.
+func TestPlansShard(t *testing.T) {
+	p, _ := plan.Builtin("degraded-networks")
+	whole, _ := p.EstimateWith(16)
+	var total time.Duration
+	samples := 0
+	for k := 1; k <= 3; k++ {
+		sh := plan.Shard{K: k, N: 3}
+		e, err := p.EstimateShard(16, sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += e.Total
+		n := 0
+		for _, c := range e.Cells {
+			n += c.Samples
+		}
+		samples += n
+		code, out, errs := runCLI(t, "plans", "degraded-networks", "--parallel", "16", "--shard", sh.String())
+		first, _, _ := strings.Cut(out, "\n")
+		want := fmt.Sprintf("# estimated duration on the reference machine of shard %d/3: %s (%d samples), %s with 16 testbeds at once",
+			k, plan.FormatEstimate(e.Total), n, plan.FormatEstimate(e.Parallel))
+		if code != ExitOK || first != want {
+			t.Errorf("shard %d/3: exit %d, first line %q, want %q (stderr %q)", k, code, first, want, errs)
+		}
+		if e.Parallel <= 0 || e.Parallel > e.Total || e.Parallel > whole.Parallel {
+			t.Errorf("shard %d/3: parallel %v of %v (whole plan %v)", k, e.Parallel, e.Total, whole.Parallel)
+		}
+	}
+	if total != whole.Total || samples != p.Counts().Total() {
+		t.Errorf("the shards add up to %v and %d samples; the plan %v and %d", total, samples, whole.Total, p.Counts().Total())
+	}
+	code, out, _ := runCLI(t, "plans", "validate", "degraded-networks", "--shard", "2/3")
+	if code != ExitOK || !strings.Contains(out, "estimated duration on the reference machine of shard 2/3: ") {
+		t.Errorf("validate --shard: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"plans", "degraded-networks", "--shard", "4/3"},
+		{"plans", "degraded-networks", "--shard", "x"},
+		{"plans", "--shard", "1/2"},
+		{"plans", "validate", "quick", "--shard", "0/2"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != ExitUsage || !strings.Contains(errs, "shard") {
+			t.Errorf("%q: exit %d, stderr %q; want a usage error about the shard", args, code, errs)
+		}
+	}
+}
+
 func TestPlansValidate(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
@@ -141,7 +192,7 @@ func TestPlansValidate(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	wantOut := good + `: ok: plan "good", 1 scenario, 3 cells, 33 samples (30 counted + 3 warm-up)
-  estimated duration on the reference machine: <1s, <1s with 16 testbeds at once
+  estimated duration on the reference machine: <1s, <1s with 64 testbeds at once
   note: tests[1] (page): protocol tcp skipped: the raw tcp transport takes part only in download, upload, latency and ttfb tests, not page
   a/ttfb/size=1KB/h2/builtin/cubic  x10+warm-up  up="" down=""
   a/ttfb/size=1KB/tcp/builtin/cubic  x10+warm-up  up="" down=""

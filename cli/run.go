@@ -210,7 +210,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.StringVar(&captureSnap, "capture-snap", "", "bytes kept of each captured packet: headers (128, the default), whole, or a count")
 	f.StringVar(&captureLimit, "capture-limit", "", "the most the run's captures hold, e.g. 2GB (default 1GB); later samples' captures hold no packets")
 	f.BoolVar(&quicEvents, "quic-events", false, "record quic-go's per-packet events (QUIC PTO counts, congestion events, retransmissions) at a CPU cost for QUIC")
-	f.IntVar(&parallel, "parallel", 0, "testbeds taking samples at once (default: the plan's parallel, else 1; at most 8 per CPU); a resumed run may use another")
+	f.IntVar(&parallel, "parallel", 0, fmt.Sprintf("testbeds taking samples at once (default: the plan's parallel, else 1; at most %d per CPU, within the memory and open files the machine has; the admission rule decides how many run at once); a resumed run may use another", plan.MaxParallelPerCPU))
 	f.BoolVar(&allowCommands, "allow-commands", false, "run the commands of the contract stacks the plan declares (stacks:): they run as root, so only a plan you trust (quicbench plans validate lists them)")
 	f.StringVar(&stacksFile, "stacks", "", "a local file of contract stacks (a YAML list: name, command, roles, protocols) the plan may choose as server: or client:; naming it allows their commands")
 	f.StringVar(&shardArg, "shard", "", "run only shard K of N of the plan (K/N, e.g. 3/16; merge the shards' databases with quicbench merge)")

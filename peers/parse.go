@@ -135,11 +135,17 @@ func (s *Stack) Validate() error {
 			if len(c.Tests) > 0 {
 				bad("client.tests: a %s client runs the page and site tests (and the bench page's with bench): list none", c.Kind)
 			}
+			if c.Cost != nil && c.Cost.MemoryMB <= 0 {
+				bad("client.cost.memory_mb: %d, want the MiB a running browser holds", c.Cost.MemoryMB)
+			}
 		default:
 			bad("client.kind: %q, want %s, %s, %s, %s or %s", c.Kind, KindBuiltin, KindFetch, KindBrowser, KindAudit, KindCommand)
 		}
 		if c.Bench && c.Kind != KindBrowser {
 			bad("client.bench: only a browser runs the bench page")
+		}
+		if c.Cost != nil && c.Kind != KindBrowser && c.Kind != KindAudit {
+			bad("client.cost: only a browser's samples have a cost of their own")
 		}
 		if m := c.Metric; m != nil && (m.Name == "" || m.Unit == "") {
 			bad("client.metric: give its name and unit")

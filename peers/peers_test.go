@@ -169,6 +169,12 @@ client: {kind: browser, bench: true, protocols: [h2], tests: [page], cc: {tcp: k
 client: {kind: fetch, bench: true, protocols: [h2], tests: [download], cc: {tcp: kernel}}`, "only a browser runs the bench page"},
 		{`name: x
 client: {kind: fetch, protocols: [h2], tests: [download], cc: {tcp: kernel}, overhead: -1s}`, "negative"},
+		{`name: x
+client: {kind: fetch, protocols: [h2], tests: [download], cc: {tcp: kernel}, cost: {memory_mb: 100}}`, "only a browser's samples have a cost"},
+		{`name: x
+client: {kind: browser, protocols: [h2], cc: {tcp: kernel}, cost: {sample_cpu: 1s}}`, "client.cost.memory_mb: 0"},
+		{`name: x
+client: {kind: browser, protocols: [h2], cc: {tcp: kernel}, cost: {memory_mb: 100, tcp: {per_mb: -1ms}}}`, "negative"},
 	} {
 		_, err := peers.Parse([]byte(c.yaml), "x/stack.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "x/stack.yaml: ") {

@@ -202,6 +202,12 @@ type Client struct {
 	// Exclusive, when set, is why its samples run alone in a parallel run
 	// (the machine's CPU would bound them).
 	Exclusive string `yaml:"exclusive"`
+	// Cost, for a browser, is what its samples ask of the machine beyond
+	// the network work of the built-in client's, for the admission rule of
+	// parallel runs (plan/load.go) and its memory limits; nil for the
+	// other clients (an audit client without one costs what the stack it
+	// uses does).
+	Cost *Cost `yaml:"cost"`
 	// CC says which congestion controls its sockets run.
 	CC CC `yaml:"cc"`
 	// Stats is where its side's transport statistics come from.
@@ -241,6 +247,34 @@ func (c Caveat) Applies(proto, server string) bool {
 		server = Own
 	}
 	return len(c.Servers) == 0 || slices.Contains(c.Servers, server)
+}
+
+// Cost is what a browser's samples cost the reference machine in CPU and
+// memory, measured there (docs/performance.md, "Browser samples: time and
+// CPU").
+type Cost struct {
+	// SampleCPU is the CPU time of the browser's processes around a sample
+	// (a context's creation and removal, or the browser's start and
+	// teardown), and PageCPU that of each page it loads beyond the page's
+	// requests and bytes (renderer, navigation, the driver's reading of
+	// its timings).
+	SampleCPU Duration `yaml:"sample_cpu"`
+	PageCPU   Duration `yaml:"page_cpu"`
+	// TCP and QUIC are the CPU its processes spend on a sample's requests,
+	// bytes and open seconds, per transport.
+	TCP  NetCost `yaml:"tcp"`
+	QUIC NetCost `yaml:"quic"`
+	// MemoryMB is what one running browser holds, in MiB (the proportional
+	// set size of its processes while it loads a page).
+	MemoryMB int `yaml:"memory_mb"`
+}
+
+// NetCost is CPU time per request, per megabyte moved and per second a
+// sample's connections stay open.
+type NetCost struct {
+	PerRequest Duration `yaml:"per_request"`
+	PerMB      Duration `yaml:"per_mb"`
+	PerSecond  Duration `yaml:"per_second"`
 }
 
 // MainProcess tells a browser's main process: its executable's base name

@@ -12,8 +12,8 @@ var builtinFS embed.FS
 
 // builtinOrder lists the built-in plans in display order: quick first, then
 // the study plans in the order of the study designs (A to E), the plans
-// of later issues, then the check plan of quicbench check-parallel.
-var builtinOrder = []string{"quick", "degraded-networks", "page-load-grid", "image-transfer", "three-sites", "size-bandwidth-grid", "fairness", "implementations", "recorded-pages", "parallel-check"}
+// of later issues, then the check plans of quicbench check-parallel.
+var builtinOrder = []string{"quick", "degraded-networks", "page-load-grid", "image-transfer", "three-sites", "size-bandwidth-grid", "fairness", "implementations", "recorded-pages", "parallel-check", "parallel-check-browsers"}
 
 // Info names a built-in plan and says in one line what it measures.
 type Info struct {

@@ -54,6 +54,9 @@ var builtinCounts = map[string]Counts{
 	// check-parallel's plan: 4 grid points x 3 pages x 3 protocols, 20
 	// iterations.
 	"parallel-check": {Cells: 36, Samples: 720, Warmups: 36},
+	// check-parallel's browser plan: 2 scenarios x 3 tests x 2 protocols x
+	// 2 browsers, 10 iterations.
+	"parallel-check-browsers": {Cells: 24, Samples: 240, Warmups: 24},
 }
 
 // Quick variants: 2 iterations, no warm-up.
@@ -70,7 +73,9 @@ var quickCounts = map[string]int{
 	"size-bandwidth-grid": 6,  // 1 point x {5KB, 1MB} x 2 + gigabit cpu x 2
 	"parallel-check":      9,  // 1 grid point x 3 pages x 3
 	"recorded-pages":      8,  // first and last page x 2 networks x 2
-	"fairness":            12, // 10 Mbit/s 20 ms fairness of both queues + 4 latency scenarios, x 2 protocols x 2
+	// every scenario, test, protocol and browser kept (all single-valued)
+	"parallel-check-browsers": 24,
+	"fairness":                12, // 10 Mbit/s 20 ms fairness of both queues + 4 latency scenarios, x 2 protocols x 2
 }
 
 func TestBuiltinCounts(t *testing.T) {
@@ -230,7 +235,7 @@ func TestBuiltinsList(t *testing.T) {
 		}
 	}
 	_, err := Builtin("degraded-network")
-	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, recorded-pages, parallel-check)` {
+	if err == nil || err.Error() != `no built-in plan named "degraded-network", did you mean "degraded-networks"? (built-in plans: quick, degraded-networks, page-load-grid, image-transfer, three-sites, size-bandwidth-grid, fairness, implementations, recorded-pages, parallel-check, parallel-check-browsers)` {
 		t.Errorf("Builtin(typo) error = %v", err)
 	}
 }

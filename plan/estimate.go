@@ -102,7 +102,8 @@ const (
 	// its requests (a program's or a browser's start and teardown), the
 	// browser's own work inside a page load and an audit's work after it
 	// are its stack's (peers.Client's Overhead, Work and AfterLoad in
-	// peers/NAME/stack.yaml), measured there.
+	// peers/NAME/stack.yaml), measured there (browsers.go reads a
+	// browser's).
 
 	// estTraceFallbackBps is the rate assumed for a trace file that cannot
 	// be read (a plan checked with Parse, whose relative paths are not
@@ -259,12 +260,16 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	if st, ok := peers.ClientStack(c.Client); ok && c.Client != model.ClientBuiltin {
 		cl = st.Client
 	}
-	inBrowser := cl != nil && (cl.Kind == peers.KindBrowser || cl.Kind == peers.KindAudit)
+	bc, inBrowser := browserCostOf(c.Client)
 	if inBrowser {
-		m.pageWork = time.Duration(cl.Work)
+		m.browser = &bc
 	}
 
 	client := t.estimate(&m, p, inBrowser)
+	if inBrowser && t.bench && benchClient(c.Client) {
+		// The test runs in the bench page, which the browser loads first.
+		client = addSat(client, m.benchPage())
+	}
 	if cl != nil {
 		client = addSat(client, time.Duration(cl.AfterLoad))
 	}
@@ -281,7 +286,7 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	}
 	switch {
 	case inBrowser:
-		total = addSat(total, time.Duration(cl.Overhead))
+		total = addSat(total, bc.overhead)
 	case cl != nil:
 		total = addSat(total, time.Duration(cl.Overhead)+up.Delay)
 	default:
@@ -372,16 +377,33 @@ type estModel struct {
 	st       stack
 	up, down direction
 	rtt      time.Duration
-	work     estWork       // what the estimated sample asks of the machine (CellLoad)
-	pageWork time.Duration // a browser's own work inside a page load (its stack's Work)
+	browser  *browserCost // the browser client's costs; nil for the others
+	work     estWork      // what the estimated sample asks of the machine (CellLoad)
 }
 
 // estWork counts the machine's work in an estimated sample: connections
-// set up, requests made and bytes moved (CellLoad turns it into CPU).
+// set up, requests made, bytes moved and, in a browser, pages loaded
+// (CellLoad turns it into CPU).
 type estWork struct {
-	conns, requests int
-	bytes           int64
+	conns, requests, pages int
+	bytes                  int64
 }
+
+// benchPage is what loading the bench page adds to a browser's sample of a
+// test that runs in it (docs/metrics.md, "Browser clients"): the test's
+// own estimate counts a connection and one unmeasured exchange, as the
+// built-in client's; the browser also fetches the page's script after its
+// document, and its one unmeasured /echo after the load event, and does
+// its own work for the page.
+func (m *estModel) benchPage() time.Duration {
+	m.work.pages++
+	m.work.bytes += benchPageBytes
+	return sum(m.exchange(), m.exchange(), m.browser.pageWork)
+}
+
+// benchPageBytes is what the bench page's document and script weigh
+// (endpoint/bench.go, bench.js: about 0.2 and 6.4 KB).
+const benchPageBytes = 7_000
 
 // rto is what a lost packet costs once a connection has an RTT sample.
 func (m *estModel) rto() time.Duration {
@@ -553,12 +575,14 @@ func (m *estModel) fetchDown(p Params, _ bool) time.Duration {
 // document and n objects of total bytes, cold or warm, by a browser or by
 // the built-in client.
 func (m *estModel) pageLoad(n int, bytes int64, warm, inBrowser bool) time.Duration {
-	if inBrowser {
-		load := addSat(m.page(n, bytes, false), m.pageWork)
+	if inBrowser && m.browser != nil {
+		m.work.pages++
+		load := addSat(m.page(n, bytes, false), m.browser.pageWork)
 		if warm {
 			// A priming load of the same page, then the measured one
 			// over the connections it left open.
-			return sum(load, m.page(n, bytes, true), m.pageWork)
+			m.work.pages++
+			return sum(load, m.page(n, bytes, true), m.browser.pageWork)
 		}
 		return load
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/quicbench/quicbench/model"
 )
 
 // maxSimBlocks is the most blocks EstimateParallel simulates one by one.
@@ -54,6 +56,15 @@ func (p *Plan) EstimateParallel(n int) (time.Duration, error) {
 	return e.Parallel, err
 }
 
+// RefAdmission is the admission rule of a run of cells with up to n
+// testbeds on the reference machine: Slots min(n, MaxParallel(RefCores))
+// and what MemoryLimits allows with RefMemAvailable, Budget
+// LoadBudget(RefCores).
+func RefAdmission(n int, cells []model.Cell) Admission {
+	slots, browsers := MemoryLimits(RefMemAvailable, min(n, MaxParallel(RefCores)), cells)
+	return Admission{Slots: slots, Budget: LoadBudget(RefCores), Browsers: browsers}
+}
+
 // pblock is one block of the parallel estimate.
 type pblock struct {
 	group int
@@ -80,7 +91,7 @@ func (p *Plan) estimateParallel(n int, sample []time.Duration) (time.Duration, i
 		loads[i] = l
 	}
 	runs, blocks := p.blockRuns(sample, loads)
-	adm := Admission{Slots: min(n, MaxParallel(RefCores)), Budget: LoadBudget(RefCores)}
+	adm := RefAdmission(n, p.cells)
 	adaptive := p.Precision() > 0
 	if blocks > maxSimBlocks {
 		return parallelFluid(runs, adm, adaptive), adm.Slots, nil
@@ -123,6 +134,7 @@ func (p *Plan) blockRuns(sample []time.Duration, loads []SampleLoad) (runs []blo
 			if loads[i].Exclusive && !r.load.Exclusive {
 				r.load.Exclusive, r.load.Reason = true, loads[i].Reason
 			}
+			r.load.Browser = r.load.Browser || loads[i].Browser
 		}
 		if any && count > 0 {
 			runs = append(runs, r)
@@ -175,9 +187,11 @@ func insertSorted(s []int, v int) []int {
 // each, the pending blocks are scanned in ParallelOrder and each one the
 // admission rule accepts starts; an exclusive block it does not accept
 // ends the scan. The first block the scan would consider that fits the
-// budget left is found in a segment tree of the pending blocks' CPU
-// (exclusive ones count 0, so that they are found where they stand), so
-// the replay takes O(blocks · log blocks).
+// budget left is found in segment trees of the pending blocks' CPU
+// (exclusive ones count 0, so that they are found where they stand): one
+// of the blocks in a browser (not exclusive), searched only while the
+// rule admits another browser, and one of all others; so the replay
+// takes O(blocks · log blocks).
 func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Duration {
 	if len(blocks) == 0 {
 		return 0
@@ -187,8 +201,18 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 		pb[i] = Block{Exclusive: b.load.Exclusive, Duration: b.dur}
 	}
 	order := ParallelOrder(pb)
-	tree := newMinTree(len(order))
-	// leaf is a pending, startable block's value in the tree.
+	trees := [2]*minTree{newMinTree(len(order)), newMinTree(len(order))}
+	// set sets a pending block's value in its tree: 1 for a block in a
+	// browser that is not exclusive, 0 for the others.
+	set := func(pos int, v float64) {
+		b := blocks[order[pos]]
+		t := 0
+		if b.load.Browser && !b.load.Exclusive {
+			t = 1
+		}
+		trees[t].set(pos, v)
+	}
+	// leaf is a pending, startable block's value.
 	leaf := func(pos int) float64 {
 		if b := blocks[order[pos]]; !b.load.Exclusive {
 			return b.load.CPU
@@ -204,13 +228,13 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 		for pos, bi := range order {
 			g := blocks[bi].group
 			if len(queue[g]) == 0 {
-				tree.set(pos, leaf(pos))
+				set(pos, leaf(pos))
 			}
 			queue[g] = append(queue[g], pos)
 		}
 	} else {
 		for pos := range order {
-			tree.set(pos, leaf(pos))
+			set(pos, leaf(pos))
 		}
 	}
 
@@ -220,7 +244,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 	loads := make([]SampleLoad, 0, adm.Slots)
 	start := func(pos int) {
 		b := blocks[order[pos]]
-		tree.set(pos, math.Inf(1))
+		set(pos, math.Inf(1))
 		if adaptive {
 			queue[b.group] = queue[b.group][1:]
 		}
@@ -232,11 +256,14 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 		// Start what the admission rule accepts, in order.
 		for running.Len() < adm.Slots {
 			loads = loads[:0]
-			cpu, excl := 0.0, false
+			cpu, excl, browsers := 0.0, false, 0
 			for _, r := range running.items {
 				loads = append(loads, r.load)
 				cpu += r.load.CPU
 				excl = excl || r.load.Exclusive
+				if r.load.Browser {
+					browsers++
+				}
 			}
 			if excl {
 				break
@@ -245,7 +272,12 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 			if running.Len() > 0 {
 				limit = adm.Budget - cpu + 1e-9
 			}
-			pos := tree.leftmost(limit)
+			pos := trees[0].leftmost(limit)
+			if running.Len() == 0 || adm.Browsers <= 0 || browsers < adm.Browsers {
+				if q := trees[1].leftmost(limit); q >= 0 && (pos < 0 || q < pos) {
+					pos = q
+				}
+			}
 			if pos < 0 {
 				break
 			}
@@ -255,7 +287,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 			}
 			if !adm.Admit(loads, b.load) {
 				// The tree's sum rounded differently: skip it in this scan.
-				tree.set(pos, math.Inf(1))
+				set(pos, math.Inf(1))
 				skipped = append(skipped, pos)
 				continue
 			}
@@ -265,7 +297,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 			}
 		}
 		for _, pos := range skipped {
-			tree.set(pos, leaf(pos))
+			set(pos, leaf(pos))
 		}
 		skipped = skipped[:0]
 		if running.Len() == 0 {
@@ -277,7 +309,7 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 			r := heap.Pop(&running).(runEntry)
 			if adaptive {
 				if q := queue[r.group]; len(q) > 0 {
-					tree.set(q[0], leaf(q[0]))
+					set(q[0], leaf(q[0]))
 				}
 			}
 		}
@@ -308,6 +340,9 @@ func parallelFluid(runs []blockRun, adm Admission, adaptive bool) time.Duration 
 		conc := adm.Slots
 		if r.load.CPU > 0 {
 			conc = min(conc, int(adm.Budget/r.load.CPU))
+		}
+		if r.load.Browser && adm.Browsers > 0 {
+			conc = min(conc, adm.Browsers)
 		}
 		if adaptive {
 			conc = min(conc, r.count)

@@ -272,3 +272,40 @@ func TestEstimateParallelBuiltins(t *testing.T) {
 		t.Errorf("page-load-grid: parallel %v of %v", e.Parallel, e.Total)
 	}
 }
+
+func TestEstimateShard(t *testing.T) {
+	p := parsePlan(t, strings.Replace(fourGroups, "iterations: 1", "iterations: 3", 1))
+	whole, err := p.EstimateWith(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := p.EstimateShard(4, Shard{}); err != nil || e.Total != whole.Total || e.Parallel != whole.Parallel {
+		t.Errorf("the zero shard: %+v, %v; want the whole plan's %v and %v", e, err, whole.Total, whole.Parallel)
+	}
+	// 12 equal blocks in 3 shards of 4: each a third of the total, and on
+	// 4 testbeds one block's time.
+	var total time.Duration
+	samples := 0
+	for k := 1; k <= 3; k++ {
+		e, err := p.EstimateShard(4, Shard{K: k, N: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += e.Total
+		for _, c := range e.Cells {
+			samples += c.Samples
+		}
+		if e.Total != whole.Total/3 || e.Parallel != whole.Total/12 || e.ParallelN != 4 {
+			t.Errorf("shard %d/3: total %v, parallel %v with %d; want %v and %v with 4", k, e.Total, e.Parallel, e.ParallelN, whole.Total/3, whole.Total/12)
+		}
+		if one, _ := p.EstimateShard(1, Shard{K: k, N: 3}); one.Parallel != one.Total || one.ParallelN != 1 {
+			t.Errorf("shard %d/3 on one testbed: %v of %v", k, one.Parallel, one.Total)
+		}
+	}
+	if total != whole.Total || samples != p.Counts().Total() {
+		t.Errorf("the shards: %v and %d samples; the plan %v and %d", total, samples, whole.Total, p.Counts().Total())
+	}
+	if _, err := p.EstimateShard(4, Shard{K: 4, N: 3}); err == nil {
+		t.Error("shard 4/3: want an error")
+	}
+}

@@ -156,8 +156,17 @@ func TestEstimateTests(t *testing.T) {
 			4*rtt + 10000*8/estCapTCP*1000 + 3 + 25},
 		{"page h2 warm: connect+echo first", estCell(TestPage, model.ProtoH2, "builtin", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "warm"),
 			5*rtt + 10000*8/estCapTCP*1000 + 3 + 25},
-		{"page h3 chromium: browser start and work, no drain", estCell(TestPage, model.ProtoH3, "chromium", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "cold"),
-			3*rtt + 10000*8/estCapQUIC*1000 + 120 + 3 + 800},
+		{"page h3 chromium: browser's overhead and work, no drain", estCell(TestPage, model.ProtoH3, "chromium", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "cold"),
+			3*rtt + 10000*8/estCapQUIC*1000 + 120 + 3 + stackMs("chromium", "overhead")},
+		{"page h2 firefox: its own overhead", estCell(TestPage, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms", "objects", "10", "size", "1KB", "connection", "cold"),
+			4*rtt + 10000*8/estCapTCP*1000 + stackMs("firefox", "work") + 3 + stackMs("firefox", "overhead")},
+		// A test in the bench page: the page's script and its /echo (2
+		// round trips), the browser's work for the page, then the test as
+		// the built-in client's, and the browser's overhead.
+		{"ttfb h3 in chromium's bench page", estCell(TestTTFB, model.ProtoH3, "chromium", "delay 25ms", "delay 25ms", "size", "1KB"),
+			2*rtt + 1000*8/estCapQUIC*1000 + 2*rtt + 120 + 3 + stackMs("chromium", "overhead")},
+		{"latency h2 in firefox's bench page", estCell(TestLatency, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms", "requests", "20", "size", "0B"),
+			(2+1+20)*rtt + 2*rtt + stackMs("firefox", "work") + 3 + stackMs("firefox", "overhead")},
 	}
 	for _, tc := range cases {
 		got, err := EstimateSample(&tc.c, time.Minute)
@@ -393,4 +402,17 @@ func TestFormatEstimate(t *testing.T) {
 			t.Errorf("FormatEstimate(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
+}
+
+// stackMs is a browser client's overhead or work (its stack.yaml's), in
+// milliseconds.
+func stackMs(client, field string) float64 {
+	bc, ok := browserCostOf(client)
+	if !ok {
+		panic(client + " is no browser client")
+	}
+	if field == "work" {
+		return float64(bc.pageWork) / 1e6
+	}
+	return float64(bc.overhead) / 1e6
 }

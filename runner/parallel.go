@@ -3,12 +3,15 @@ package runner
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/plan"
@@ -40,6 +43,9 @@ type slot struct {
 	// recorded (recordEnv).
 	tbSysctls map[string]string
 	overhead  overheadMeter
+	// browser: the slot has taken a block in a browser, whose browser it
+	// may keep (the dispatch keeps browser blocks on few testbeds).
+	browser bool
 	// capt is the testbed's capture (capture.go); nil without one.
 	capt *slotCapture
 }
@@ -168,28 +174,88 @@ type meanOf struct {
 }
 
 // parallelism is the most testbeds the run keeps active: the option, else
-// the plan's field, else 1, capped at plan.MaxParallel for this machine;
-// asked is what was asked for when the cap applied (0 otherwise).
+// the plan's field, else 1, capped at plan.MaxParallel for this machine
+// and at what its available memory holds (plan.MemoryLimits); asked is
+// what was asked for when a cap applied (0 otherwise).
 func (r *run) parallelism() (n, asked int) {
 	n = r.opts.Parallel
 	if n <= 0 {
 		n = r.plan.Parallel()
 	}
 	n = max(n, 1)
-	if m := plan.MaxParallel(runtime.NumCPU()); n > m {
-		return m, n
+	if lim := r.limits(n); lim.slots < n {
+		return lim.slots, n
 	}
 	return n, 0
+}
+
+// parallelLimits are the bounds of a parallel run on this machine.
+type parallelLimits struct {
+	slots    int   // testbeds: asked, capped by CPUs and memory
+	cpuCap   int   // plan.MaxParallel(CPUs)
+	memCap   int   // the testbeds the available memory holds (0: unknown)
+	fileCap  int   // the testbeds whose files RLIMIT_NOFILE holds (0: unknown)
+	browsers int   // blocks in a browser at once (0: no limit)
+	avail    int64 // MemAvailable when read (0: unknown)
+}
+
+// limits returns the bounds of a run asking for n testbeds: the CPU cap,
+// and the memory limits of plan.MemoryLimits with the memory available
+// now (none when it cannot be read).
+func (r *run) limits(n int) parallelLimits {
+	var nofile uint64
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl) == nil {
+		nofile = rl.Cur
+	}
+	avail, err := sysinfo.MemAvailable()
+	if err != nil {
+		avail = 0
+	}
+	return limitsFor(n, runtime.NumCPU(), avail, nofile, r.cells)
+}
+
+// limitsFor is limits for a machine of cpus CPUs with avail bytes of
+// memory available (0: unknown) and a limit of nofile open files (0:
+// unknown), for a run of cells asking for n testbeds.
+func limitsFor(n, cpus int, avail int64, nofile uint64, cells []model.Cell) parallelLimits {
+	l := parallelLimits{cpuCap: plan.MaxParallel(cpus)}
+	l.slots = min(n, l.cpuCap)
+	if n <= 1 {
+		return l
+	}
+	if nofile > 0 {
+		l.fileCap = plan.FileLimit(nofile)
+		l.slots = min(l.slots, l.fileCap)
+	}
+	if avail <= 0 {
+		return l
+	}
+	l.avail = avail
+	l.memCap, _ = plan.MemoryLimits(avail, math.MaxInt, nil)
+	l.slots, l.browsers = plan.MemoryLimits(avail, l.slots, cells)
+	return l
 }
 
 func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	r := d.r
 	n := d.slots
+	lim := r.limits(max(d.asked, n))
 	if d.asked > 0 {
-		msg := fmt.Sprintf("parallel %d capped at %d testbeds (plan.MaxParallelPerCPU x %d CPUs)", d.asked, n, runtime.NumCPU())
+		why := fmt.Sprintf("plan.MaxParallelPerCPU x %d CPUs", runtime.NumCPU())
+		switch {
+		case lim.memCap > 0 && lim.memCap < lim.cpuCap && (lim.fileCap == 0 || lim.memCap <= lim.fileCap):
+			why = fmt.Sprintf("the memory available, %d MB, holds %d of %d MB each (plan.MemPerTestbed, plan.MemShare)", lim.avail>>20, lim.memCap, plan.MemPerTestbed>>20)
+		case lim.fileCap > 0 && lim.fileCap < lim.cpuCap:
+			why = fmt.Sprintf("the open files limit (ulimit -n) holds %d testbeds of %d files each (plan.FilesPerTestbed)", lim.fileCap, plan.FilesPerTestbed)
+		}
+		msg := fmt.Sprintf("parallel %d capped at %d testbeds (%s)", d.asked, n, why)
 		fmt.Fprintln(r.opts.Log, "quicbench: "+msg)
 	}
 	d.rule = plan.Admission{Slots: n, Budget: plan.LoadBudget(runtime.NumCPU())}
+	if n > 1 {
+		d.rule.Browsers = lim.browsers
+	}
 	d.model = map[int64]plan.SampleLoad{}
 	d.measured = map[int64]*meanOf{}
 	if err := r.db.SetRunParallel(context.WithoutCancel(ctx), r.runRec.ID, n); err != nil {
@@ -273,7 +339,12 @@ func (d *dispatch) startBlocks(ctx context.Context, pending []*block, idle []*sl
 			kept = append(kept, b)
 			continue
 		}
-		if len(idle) == 0 {
+		k := pickSlot(idle, l.Browser, d.browserSlots() < d.rule.Browsers || d.rule.Browsers <= 0 || len(running) == 0)
+		if k == noSlot {
+			kept = append(kept, b) // every testbed that may hold a browser is busy
+			continue
+		}
+		if k == newSlot {
 			t, err := d.r.newSlot(ctx, len(d.r.slots))
 			if err != nil {
 				// Go on with the testbeds there are.
@@ -285,15 +356,63 @@ func (d *dispatch) startBlocks(ctx context.Context, pending []*block, idle []*sl
 				return append(kept, pending[i:]...), idle
 			}
 			idle = append(idle, t)
+			k = len(idle) - 1
 		}
-		t := idle[len(idle)-1]
-		idle = idle[:len(idle)-1]
+		t := idle[k]
+		idle = slices.Delete(idle, k, k+1)
+		t.browser = t.browser || l.Browser
 		running[t] = l
 		loads = append(loads, l)
 		inFlight[b.group] = true
 		go d.take(ctx, t, b, events)
 	}
 	return kept, idle
+}
+
+// pickSlot's answers besides an index into idle.
+const (
+	newSlot = -1 // build a testbed
+	noSlot  = -2 // none fits now
+)
+
+// pickSlot chooses the idle testbed for a block: for a block in a browser,
+// one that already took browser blocks (its browser may still run), else,
+// when another testbed may take browsers (more), one that did not; for
+// any other block, one that took no browser block, else any. It returns
+// newSlot when no idle testbed fits (the caller builds one when the run
+// has fewer than its parallelism, as startBlocks checks), and noSlot when
+// a browser block must wait for a testbed that holds browsers.
+func pickSlot(idle []*slot, browser, more bool) int {
+	plain, withBrowser := -1, -1
+	for i, t := range idle {
+		if t.browser {
+			withBrowser = i
+		} else {
+			plain = i
+		}
+	}
+	switch {
+	case browser && withBrowser >= 0:
+		return withBrowser
+	case browser && !more:
+		return noSlot
+	case plain >= 0:
+		return plain
+	case !browser && withBrowser >= 0:
+		return withBrowser
+	}
+	return newSlot
+}
+
+// browserSlots counts the testbeds that have taken browser blocks.
+func (d *dispatch) browserSlots() int {
+	n := 0
+	for _, t := range d.r.slots {
+		if t.browser {
+			n++
+		}
+	}
+	return n
 }
 
 // take runs a block's samples on testbed t, reporting each to the
@@ -332,19 +451,21 @@ func (d *dispatch) blockLoad(b *block) plan.SampleLoad {
 	var out plan.SampleLoad
 	for _, s := range b.steps {
 		l := d.cellLoad(s.Cell)
+		browser := out.Browser || l.Browser
 		if l.Exclusive && !out.Exclusive {
 			out = l
 		}
 		if !out.Exclusive && l.CPU > out.CPU {
 			out = l
 		}
+		out.Browser = browser
 	}
 	return out
 }
 
 // cellLoad predicts a cell's sample load: plan.CellLoad until samples of
-// the cell were measured, then their mean CPU use (both endpoints'
-// processes, times plan.EndpointLoadFactor); a cell whose measured load fills
+// the cell were measured, then their mean load (plan.MeasuredLoad: the
+// endpoints' processes' CPU with the emulator's share); a cell whose measured load fills
 // the machine's budget runs alone from then on. A cell whose load cannot
 // be predicted runs alone.
 func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
@@ -360,7 +481,7 @@ func (d *dispatch) cellLoad(c *model.Cell) plan.SampleLoad {
 		return l
 	}
 	if m := d.measured[c.ID]; m != nil && m.n > 0 {
-		l.CPU = plan.EndpointLoadFactor * m.sum / float64(m.n)
+		l.CPU = m.sum / float64(m.n)
 		if l.CPU > d.rule.Budget {
 			l.Exclusive, l.Reason = true, fmt.Sprintf("its samples measured %.2f CPUs", l.CPU)
 		}
@@ -385,7 +506,7 @@ func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error
 	// The endpoints' CPU over the time the sample held its testbed
 	// (measured part and overhead), as plan.CellLoad predicts it.
 	if held := s.Wall + s.Overhead; s.Status == model.StatusOK && held > 0 && !slices.Contains(s.Warnings, "server CPU time unavailable") {
-		cpu := (s.CPU.ClientUser + s.CPU.ClientSys + s.CPU.ServerUser + s.CPU.ServerSys).Seconds() / held.Seconds()
+		cpu := plan.MeasuredLoad(step.Cell.Client, s.CPU.ClientUser+s.CPU.ClientSys, s.CPU.ServerUser+s.CPU.ServerSys, held)
 		m := d.measured[step.Cell.ID]
 		if m == nil {
 			m = &meanOf{}

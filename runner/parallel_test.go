@@ -60,3 +60,53 @@ func TestConcurrency(t *testing.T) {
 		t.Errorf("a sample alone: concurrency %d, want 1", n)
 	}
 }
+
+func TestPickSlot(t *testing.T) {
+	plain, withBrowser := &slot{id: 1}, &slot{id: 2, browser: true}
+	for _, tc := range []struct {
+		name          string
+		idle          []*slot
+		browser, more bool
+		want          int
+	}{
+		{"browser block: the testbed that holds browsers", []*slot{plain, withBrowser}, true, true, 1},
+		{"browser block, no such testbed idle, more allowed: a plain one", []*slot{plain}, true, true, 0},
+		{"browser block, no such testbed idle, no more allowed: wait", []*slot{plain}, true, false, noSlot},
+		{"browser block, none idle, more allowed: build one", nil, true, true, newSlot},
+		{"browser block, none idle, no more allowed: wait", nil, true, false, noSlot},
+		{"other block: a plain testbed first", []*slot{withBrowser, plain}, false, false, 1},
+		{"other block: a browser testbed when no plain one is idle", []*slot{withBrowser}, false, false, 0},
+		{"other block, none idle: build one", nil, false, true, newSlot},
+	} {
+		if got := pickSlot(tc.idle, tc.browser, tc.more); got != tc.want {
+			t.Errorf("%s: pickSlot = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestLimitsFor(t *testing.T) {
+	const gb = 1 << 30
+	builtin := []model.Cell{{Client: model.ClientBuiltin}}
+	browsers := []model.Cell{{Client: "chromium"}, {Client: "firefox"}}
+	for _, tc := range []struct {
+		name                                string
+		n, cpus                             int
+		avail                               int64
+		nofile                              uint64
+		cells                               []model.Cell
+		slots, cpuCap, memCap, fileCap, brw int
+	}{
+		{"one testbed: no other limit", 1, 2, 22 * gb, 20000, browsers, 1, 64, 0, 0, 0},
+		{"64 on 2 CPUs, plenty of memory", 64, 2, 22 * gb, 20000, builtin, 64, 64, 264, 621, 0},
+		{"above the CPU cap", 100, 2, 22 * gb, 20000, builtin, 64, 64, 264, 621, 0},
+		{"browsers: the memory left holds 14 testbeds' browsers", 64, 2, 22 * gb, 20000, browsers, 64, 64, 264, 621, 14},
+		{"little memory caps the testbeds", 64, 2, 2 * gb, 20000, builtin, 24, 64, 24, 621, 0},
+		{"a low open files limit caps them", 64, 2, 22 * gb, 1024, builtin, 28, 64, 264, 28, 0},
+		{"memory and files unknown: the CPU cap", 64, 2, 0, 0, browsers, 64, 64, 0, 0, 0},
+	} {
+		l := limitsFor(tc.n, tc.cpus, tc.avail, tc.nofile, tc.cells)
+		if l.slots != tc.slots || l.cpuCap != tc.cpuCap || l.memCap != tc.memCap || l.fileCap != tc.fileCap || l.browsers != tc.brw {
+			t.Errorf("%s: %+v; want slots %d, caps CPU %d memory %d files %d, browsers %d", tc.name, l, tc.slots, tc.cpuCap, tc.memCap, tc.fileCap, tc.brw)
+		}
+	}
+}
