@@ -163,6 +163,14 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the fairness test fills its bottleneck with bulk flows"}, nil
 	}
 	bc, inBrowser := browserCostOf(c.Client)
+	if inBrowser && browserTimedExchanges(c.Test) {
+		// Measured with a browser on 8 testbeds (docs/performance.md,
+		// "Browsers on parallel testbeds"): every Chromium latency cell
+		// took 40-60% longer than alone, while link-bound downloads moved
+		// 1-4%.
+		return SampleLoad{CPU: RefCores, Exclusive: true, Browser: true,
+			Reason: "a browser times its short exchanges (" + c.Test + ") with the page's script, whose event loop waits for a CPU beside other testbeds"}, nil
+	}
 	var rtt time.Duration
 	limited := false
 	for _, s := range []string{c.LinkUp, c.LinkDown} {
@@ -308,4 +316,12 @@ func ParallelOrder(blocks []Block) []int {
 		return cmp.Compare(y.Duration, x.Duration)
 	})
 	return idx
+}
+
+// browserTimedExchanges reports whether a browser's samples of test are
+// sequences of short exchanges timed by the bench page's script (a few
+// milliseconds each), which CPU contention lengthens by more than the
+// link's variation: such cells run alone.
+func browserTimedExchanges(test string) bool {
+	return test == TestLatency || test == TestTTFB || test == TestHandshake
 }

@@ -21,7 +21,10 @@ func TestCellLoad(t *testing.T) {
 		{"aioquic", estCell(TestDownload, model.ProtoH3, "aioquic", "rate 2mbit", "rate 2mbit", "size", "1MB"), "aioquic"},
 		{"fairness", estCell(TestFairness, model.ProtoH2, model.ClientBuiltin, "rate 10mbit delay 10ms", "rate 10mbit delay 10ms"), "fairness"},
 		{"chromium over an unlimited link", estCell(TestPage, model.ProtoH3, "chromium", "loss 2%", "loss 2%"), "no rate limit"},
-		{"firefox over an unlimited link", estCell(TestTTFB, model.ProtoH2, "firefox", "", ""), "no rate limit"},
+		{"firefox over an unlimited link", estCell(TestPage, model.ProtoH2, "firefox", "", ""), "no rate limit"},
+		{"firefox ttfb", estCell(TestTTFB, model.ProtoH2, "firefox", "rate 2mbit delay 25ms", "rate 2mbit delay 25ms"), "short exchanges (ttfb)"},
+		{"chromium latency", estCell(TestLatency, model.ProtoH3, "chromium", "rate 10mbit delay 50ms", "rate 10mbit delay 50ms"), "short exchanges (latency)"},
+		{"chromium handshake", estCell(TestHandshake, model.ProtoH3, "chromium", "rate 10mbit delay 50ms", "rate 10mbit delay 50ms"), "short exchanges (handshake)"},
 		{"unlimited link", estCell(TestTTFB, model.ProtoH2, model.ClientBuiltin, "", ""), "no rate limit"},
 		{"loss without delay", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "loss 2%", "loss 2%", "size", "1MB"), "no rate limit"},
 		{"50 MB at 1 Gbit/s", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 1gbit delay 1ms", "rate 1gbit delay 1ms", "size", "50MB"), "predicted to keep"},
@@ -86,7 +89,7 @@ func TestCellLoad(t *testing.T) {
 		{"chromium page, 2 Mbit/s", estCell(TestPage, model.ProtoH3, "chromium", "rate 2mbit delay 25ms", "rate 2mbit delay 25ms"), false},
 		{"chromium 4 MB download, 2 Mbit/s", estCell(TestDownload, model.ProtoH2, "chromium", "rate 2mbit delay 25ms", "rate 2mbit delay 25ms", "size", "4MB"), true},
 		{"firefox 3.4 MB multiplex, 100 ms and 5% loss", estCell(TestMultiplex, model.ProtoH2, "firefox", "delay 50ms 15ms loss 5%", "delay 50ms 15ms loss 5%", "objects", "3", "size", "3.4MB"), true},
-		{"firefox ttfb over 50 ms", estCell(TestTTFB, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms"), false},
+		{"firefox page over 50 ms", estCell(TestPage, model.ProtoH2, "firefox", "delay 25ms", "delay 25ms"), false},
 	} {
 		l, err := CellLoad(&tc.cell)
 		if err != nil {
