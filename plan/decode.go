@@ -41,6 +41,9 @@ type doc struct {
 	scenarios         []scenDoc
 	tests             []testDoc
 	resolved          bool // a relative path was resolved against the plan's directory
+	// browser clients (plan/browser.go): "" (auto) or "always"; bytes, 0 = the agent's default
+	browserRestart     string
+	browserMemoryLimit int64
 }
 
 // scenDoc is one entry of scenarios: a named scenario or a grid block.
@@ -117,7 +120,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "browser_restart", "browser_memory_limit", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -458,6 +461,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			out.warmup = b
 		}
 	}
+	d.browserFields(f, out)
 	if v, ok := f["timeout"]; ok {
 		if t, ok := d.duration(v.val, "timeout", time.Second, 24*time.Hour); ok {
 			out.timeout = t

@@ -263,6 +263,10 @@ func (p *Plan) Hash() string {
 		// pinned endpoints compete for other CPUs than unpinned ones
 		fmt.Fprintf(h, "pin\n")
 	}
+	if p.d.browserRestart == BrowserRestartAlways {
+		// a fresh browser per sample, not a fresh context in a kept one
+		fmt.Fprintf(h, "browser_restart=always\n")
+	}
 	if p.d.precision > 0 {
 		// adaptive: the rule decides how many samples each group gets
 		fmt.Fprintf(h, "precision=%g\n", p.d.precision)

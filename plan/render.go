@@ -82,6 +82,7 @@ func (p *Plan) render() []byte {
 	}
 	top.add("cc", oneOrList(d.ccs, false))
 	top.add("timeout", scalar(formatDuration(p.Timeout)))
+	d.renderBrowser(top)
 
 	scen := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, s := range d.scenarios {
