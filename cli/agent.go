@@ -30,8 +30,12 @@ It exits at the end of stdin.`,
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-			ex := &workload.Executor{Browser: browserLoader(), Lighthouse: lighthouseLoader(), Firefox: firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv),
-				ChromiumBench: chromiumBench(), FirefoxBench: firefoxBench()}
+			// The browsers are kept across samples (a fresh context each)
+			// and end with the agent.
+			b := newAgentBrowsers()
+			defer b.Close()
+			ex := &workload.Executor{Browser: b.browserLoader(), Lighthouse: lighthouseLoader(), Firefox: b.firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv),
+				ChromiumBench: b.chromiumBench(), FirefoxBench: b.firefoxBench()}
 			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}

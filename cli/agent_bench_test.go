@@ -37,7 +37,8 @@ var benchCases = []struct {
 func TestChromiumBenchEveryTest(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
-	ex := &workload.Executor{ChromiumBench: chromiumBench()}
+	b := newAgentBrowsers()
+	ex := &workload.Executor{ChromiumBench: b.chromiumBench()}
 	for _, c := range benchCases {
 		p, err := plan.DecodeParams(c.test, c.params)
 		if err != nil {
@@ -74,5 +75,6 @@ func TestChromiumBenchEveryTest(t *testing.T) {
 			t.Logf("%s: %s prep %v wall %v", name, b, res.Prep.Round(time.Millisecond), res.Wall.Round(time.Microsecond))
 		}
 	}
+	closeBrowsers(t, b)
 	assertNoProfiles(t, profiles)
 }

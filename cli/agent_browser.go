@@ -8,63 +8,201 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
+	"github.com/quicbench/quicbench/firefox"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
 
-// browserLoader returns the agent's Chromium page loader. Every sample
-// starts a browser with a fresh profile and the HTTP cache disabled.
-// connection cold (the default): one load, nothing carried over. connection
-// warm: an unmeasured priming load of the same URL, then the measured load
-// in the same browser, over the connections the priming load left open;
-// both loads together within the sample's timeout. The result's Prep is
-// the time from the browser's start until the measured load (the start,
-// and the priming load when warm).
-func browserLoader() workload.BrowserLoader {
-	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := browser.NewSession(ctx, browser.Options{
-			URL:          url,
-			Protocol:     req.Protocol,
-			SPKIHash:     req.Target.SPKI,
-			Timeout:      req.Timeout,
-			DisableCache: true,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	})
+// agentBrowsers are the client agent's running browsers, kept across its
+// samples (browser.Pool): a Chromium per set of protocol switches (h1, h2,
+// h3: they are process-wide) and one Firefox (its protocol preferences are
+// set in the running browser). Every sample gets a fresh isolated context
+// in its browser (a Chromium browser context, a Firefox user context),
+// closed after it; with the plan's browser_restart: always, a fresh
+// browser instead, as before browsers were kept.
+type agentBrowsers struct {
+	chromium *browser.Pool[*browser.Session]
+	firefox  *browser.Pool[*firefox.Session]
+	// The options every sample's browser starts from (zero in the agent;
+	// tests set a namespace and a profile directory).
+	chromiumBase browser.Options
+	firefoxBase  firefox.Options
 }
 
-// pageSession is a running browser of one sample (a *browser.Session or a
-// *firefox.Session).
-type pageSession interface {
+func newAgentBrowsers() *agentBrowsers {
+	return &agentBrowsers{
+		chromium: browser.NewPool[*browser.Session](browser.PoolOptions{}),
+		firefox:  browser.NewPool[*firefox.Session](browser.PoolOptions{}),
+	}
+}
+
+// Close ends every kept browser.
+func (a *agentBrowsers) Close() error { return errors.Join(a.chromium.Close(), a.firefox.Close()) }
+
+// page is where a sample's loads run: a fresh context of a kept browser,
+// or a fresh browser.
+type page interface {
 	Load(ctx context.Context, url string) (*browser.Result, error)
+	Bench(ctx context.Context, url, expr string) ([]byte, error)
+}
+
+// pageCloser is a page the sample closes itself (a context).
+type pageCloser interface {
+	page
 	Close() error
 }
 
-// startSession starts the browser of one sample, for the page url.
-type startSession func(ctx context.Context, req workload.Request, url string) (pageSession, error)
+// chromiumOptions are the options of a Chromium sample of req at url.
+func (a *agentBrowsers) chromiumOptions(req workload.Request, url string) browser.Options {
+	o := a.chromiumBase
+	o.URL, o.Protocol, o.SPKIHash, o.Timeout, o.DisableCache = url, req.Protocol, req.Target.SPKI, req.Timeout, true
+	return o
+}
 
-// sessionLoader is the page loader of a browser client whose browsers
-// start takes (see browserLoader for what a sample does).
-func sessionLoader(start startSession) workload.BrowserLoader {
+// firefoxOptions are the options of a Firefox sample of req at url.
+func (a *agentBrowsers) firefoxOptions(req workload.Request, url string) firefox.Options {
+	o := a.firefoxBase
+	o.URL, o.Protocol, o.CAPEM, o.Timeout, o.DisableCache = url, req.Protocol, []byte(req.Target.CAPEM), req.Timeout, true
+	return o
+}
+
+// inChromium runs f in a page of the Chromium of req's sample at url.
+func (a *agentBrowsers) inChromium(ctx context.Context, req workload.Request, url string, f func(context.Context, page) error) (browserRun, error) {
+	o := a.chromiumOptions(req, url)
+	key, err := o.LaunchKey()
+	if err != nil {
+		return browserRun{}, err
+	}
+	return inBrowser(ctx, a.chromium, req, key,
+		func(ctx context.Context) (*browser.Session, error) { return browser.NewSession(ctx, o) },
+		func(ctx context.Context, s *browser.Session) (pageCloser, error) { return s.NewContext(ctx, o) }, f)
+}
+
+// inFirefox runs f in a page of the Firefox of req's sample at url.
+func (a *agentBrowsers) inFirefox(ctx context.Context, req workload.Request, url string, f func(context.Context, page) error) (browserRun, error) {
+	o := a.firefoxOptions(req, url)
+	key, err := o.LaunchKey()
+	if err != nil {
+		return browserRun{}, err
+	}
+	return inBrowser(ctx, a.firefox, req, key,
+		func(ctx context.Context) (*firefox.Session, error) { return firefox.NewSession(ctx, o) },
+		func(ctx context.Context, s *firefox.Session) (pageCloser, error) { return s.NewContext(ctx, o) }, f)
+}
+
+// browserRun is what one sample did with its browser.
+type browserRun struct {
+	rep browser.SampleReport
+	// prep is the time from the sample's start until its page was ready:
+	// the browser's start (when the sample started one), the context's
+	// creation (all of it until a failure, when one failed).
+	prep time.Duration
+}
+
+// inBrowser runs f in a page of pool's browser for req: a fresh context of
+// the kept browser of key (started by start when there is none), or with
+// browser_restart: always a fresh browser. The error is f's, or the
+// browser's start's or the context's creation's; a context that could not
+// be closed makes the pool close its browser and warn, but does not fail
+// a sample that measured.
+func inBrowser[B interface {
+	browser.PooledBrowser
+	page
+}](ctx context.Context, pool *browser.Pool[B], req workload.Request, key string,
+	start func(context.Context) (B, error), newPage func(context.Context, B) (pageCloser, error),
+	f func(context.Context, page) error) (browserRun, error) {
+	t0 := time.Now()
+	var run browserRun
+	var measureErr error
+	rep, err := pool.Run(ctx, browser.SampleSpec[B]{
+		Key: key, Restart: req.BrowserRestart, MemoryLimit: req.BrowserMemoryLimit, Start: start,
+		Run: func(ctx context.Context, b B, fresh bool) error {
+			if fresh {
+				run.prep = time.Since(t0)
+				measureErr = f(ctx, b)
+				return measureErr
+			}
+			p, err := newPage(ctx, b)
+			run.prep = time.Since(t0)
+			if err != nil {
+				measureErr = err
+				return err
+			}
+			measureErr = f(ctx, p)
+			return errors.Join(measureErr, p.Close())
+		},
+	})
+	run.rep = rep
+	if run.prep == 0 {
+		run.prep = time.Since(t0) // the start failed
+	}
+	if req.BrowserRestart == browser.RestartAlways || measureErr != nil {
+		// A fresh browser's close error counts, as it always did.
+		return run, err
+	}
+	if err != nil && rep.Broken == "" {
+		// The context's close failed but the browser answers: the
+		// measurement stands; say so.
+		run.rep.Broken = fmt.Sprintf("closing the sample's context failed (%v)", err)
+	}
+	return run, nil
+}
+
+// report is the workload view of the run: the browser's CPU on the
+// sample, the warnings about its browser and the resource usage metrics.
+func (r browserRun) report() *workload.BrowserReport {
+	rep := &workload.BrowserReport{Warnings: r.rep.Warnings(), Metrics: map[string]float64{}}
+	if r.rep.CPUErr != nil {
+		rep.CPUUnavailable = true
+	} else {
+		rep.CPU.ClientUser, rep.CPU.ClientSys = r.rep.CPU.User, r.rep.CPU.Sys
+	}
+	const mb = 1 << 20
+	if r.rep.UsageErr == nil {
+		rep.Metrics["browser_rss_mb"] = float64(r.rep.Usage.RSS) / mb
+		rep.Metrics["browser_pss_mb"] = float64(r.rep.Usage.PSS) / mb
+		rep.Metrics["browser_fds"] = float64(r.rep.Usage.FDs)
+	}
+	if r.rep.Samples > 0 {
+		rep.Metrics["browser_age"] = float64(r.rep.Samples)
+	}
+	if u, err := browser.SelfUsage(); err == nil {
+		rep.Metrics["agent_rss_mb"] = float64(u.RSS) / mb
+		rep.Metrics["agent_fds"] = float64(u.FDs)
+	}
+	return rep
+}
+
+// browserLoader returns the agent's Chromium page loader: every sample in
+// a fresh browser context of the agent's Chromium for its protocol (or a
+// fresh browser, browser_restart: always), with the HTTP cache disabled.
+// connection cold (the default): one load, nothing carried over.
+// connection warm: an unmeasured priming load of the same URL, then the
+// measured load in the same context, over the connections the priming
+// load left open; both loads together within the sample's timeout. The
+// result's Prep is the time from the sample's start until the measured
+// load (the browser's start if any, the context's creation, and the
+// priming load when warm).
+func (a *agentBrowsers) browserLoader() workload.BrowserLoader { return pageLoader(a.inChromium) }
+
+// pageLoader is the page loader of a browser client whose pages in runs.
+func pageLoader(in func(context.Context, workload.Request, string, func(context.Context, page) error) (browserRun, error)) workload.BrowserLoader {
 	return func(ctx context.Context, req workload.Request, url string) (*workload.Result, error) {
-		newSession := func(ctx context.Context) (pageSession, error) { return start(ctx, req, url) }
 		warm := req.Params.Connection == plan.ConnWarm
-		before := childrenCPU()
 		var br, primer *browser.Result
-		var prep time.Duration
-		var err error
-		if warm {
-			primer, br, prep, err = warmLoad(ctx, newSession, url, req.Timeout)
-		} else {
-			br, prep, err = coldLoad(ctx, newSession, url)
-		}
-		after := childrenCPU()
-		res := &workload.Result{Metrics: map[string]float64{}, Prep: prep}
-		cpu := model.CPUUsage{ClientUser: after.user - before.user, ClientSys: after.sys - before.sys}
+		var priming time.Duration
+		run, err := in(ctx, req, url, func(ctx context.Context, p page) error {
+			var err error
+			if warm {
+				primer, br, priming, err = warmLoad(ctx, p, url, req.Timeout)
+			} else {
+				br, err = p.Load(ctx, url)
+			}
+			return err
+		})
+		rep := run.report()
+		res := &workload.Result{Metrics: rep.Metrics, Prep: run.prep + priming, Warnings: rep.Warnings}
 		switch {
 		case br != nil:
 			for k, v := range br.Metrics() {
@@ -83,7 +221,8 @@ func sessionLoader(start startSession) workload.BrowserLoader {
 			res.Negotiated = br.Negotiated
 			res.Bytes = br.TransferBytes
 			res.Wall = br.Wall
-			res.CPU = cpu
+			res.CPU = rep.CPU
+			res.ClientCPUUnavailable = rep.CPUUnavailable
 			if primer != nil {
 				// The CPU times cover both loads: so do the bytes they are
 				// divided by (cpu_*_s_per_mb).
@@ -105,48 +244,21 @@ func sessionLoader(start startSession) workload.BrowserLoader {
 		if err == nil && warm && !br.ConnectionReused {
 			return res, &workload.InvalidError{Reason: "connection warm: the measured load's document came over a new connection, not one the priming load had opened"}
 		}
+		if err != nil && run.rep.Broken != "" {
+			err = fmt.Errorf("%w (the browser %s)", err, run.rep.Broken)
+		}
 		return res, err
 	}
 }
 
-// coldLoad starts a browser with a fresh profile, loads url once and
-// closes the browser on every path, and also returns the time the browser
-// took to start: the unmeasured preparation of the sample (all the time
-// until the start failed, if it did).
-func coldLoad(ctx context.Context, newSession func(context.Context) (pageSession, error), url string) (res *browser.Result, prep time.Duration, err error) {
-	start := time.Now()
-	s, err := newSession(ctx)
-	prep = time.Since(start)
-	if err != nil {
-		return nil, prep, err
-	}
-	res, err = s.Load(ctx, url)
-	if cerr := s.Close(); cerr != nil {
-		err = errors.Join(err, cerr)
-	}
-	return res, prep, err
-}
-
-// warmLoad starts a browser with a fresh profile, loads url once
-// (priming: connections, TLS sessions, QUIC), then again in the same
-// browser, and closes the browser. The second load is the measurement. Both
-// loads together must finish within limit (browser.DefaultTimeout when
-// zero); the browser start is bounded separately, as for a cold load.
+// warmLoad loads url once in p (priming: connections, TLS sessions,
+// QUIC), then again; the second load is the measurement. Both loads
+// together must finish within limit (browser.DefaultTimeout when zero).
 // A priming load that fails (a protocol mismatch included) ends the sample
-// with primer set and measured nil. prep is the time from the browser's
-// start to the measured load (until the failure, if the start or the
-// priming load failed).
-func warmLoad(ctx context.Context, newSession func(context.Context) (pageSession, error), url string, limit time.Duration) (primer, measured *browser.Result, prep time.Duration, err error) {
+// with primer set and measured nil. priming is the time the priming load
+// took (until its failure, if it failed).
+func warmLoad(ctx context.Context, p page, url string, limit time.Duration) (primer, measured *browser.Result, priming time.Duration, err error) {
 	start := time.Now()
-	s, err := newSession(ctx)
-	if err != nil {
-		return nil, nil, time.Since(start), err
-	}
-	defer func() {
-		if cerr := s.Close(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-	}()
 	if limit <= 0 {
 		limit = browser.DefaultTimeout
 	}
@@ -159,16 +271,16 @@ func warmLoad(ctx context.Context, newSession func(context.Context) (pageSession
 		}
 		return fmt.Errorf("connection warm: %s load: %w", which, err)
 	}
-	primer, err = s.Load(lctx, url)
-	prep = time.Since(start)
+	primer, err = p.Load(lctx, url)
+	priming = time.Since(start)
 	if err != nil {
-		return primer, nil, prep, loadErr("priming", err)
+		return primer, nil, priming, loadErr("priming", err)
 	}
-	measured, err = s.Load(lctx, url)
+	measured, err = p.Load(lctx, url)
 	if err != nil {
-		return primer, measured, prep, loadErr("measured", err)
+		return primer, measured, priming, loadErr("measured", err)
 	}
-	return primer, measured, prep, nil
+	return primer, measured, priming, nil
 }
 
 // browserVersion starts the Chromium the agent's browser samples use, once,
@@ -189,7 +301,7 @@ func browserVersion(ctx context.Context) (string, error) {
 type cpuPair struct{ user, sys time.Duration }
 
 // childrenCPU is the CPU time of the agent's waited-for children: the
-// browser processes of finished samples.
+// processes of browsers (and Lighthouse's node) that ended.
 func childrenCPU() cpuPair {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {

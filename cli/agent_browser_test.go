@@ -54,7 +54,8 @@ func assertNoProfiles(t *testing.T, dir string) {
 func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
-	ex := &workload.Executor{Browser: browserLoader()}
+	b := newAgentBrowsers()
+	ex := &workload.Executor{Browser: b.browserLoader()}
 	const objects = 4
 	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}
 	for _, c := range []struct{ proto, conn string }{
@@ -116,7 +117,17 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {
 		t.Errorf("connection hot: status %s, error %q", res.Status, res.Error)
 	}
+	closeBrowsers(t, b)
 	assertNoProfiles(t, profiles)
+}
+
+// closeBrowsers ends the agent's kept browsers, as the agent does when it
+// exits.
+func closeBrowsers(t *testing.T, b *agentBrowsers) {
+	t.Helper()
+	if err := b.Close(); err != nil {
+		t.Errorf("closing the kept browsers: %v", err)
+	}
 }
 
 // testParams decodes page parameters as a plan writes them, the defaults

@@ -10,25 +10,13 @@ import (
 )
 
 // firefoxLoader returns the agent's Firefox page loader: as Chromium's
-// (browserLoader: a fresh profile per sample, the HTTP cache disabled,
-// connection cold or warm), in headless Firefox that trusts the server's
-// CA (Target.CAPEM) in its profile and, for h3, reaches the origin over
-// HTTP/3 from its first request.
-func firefoxLoader() workload.BrowserLoader {
-	return sessionLoader(func(ctx context.Context, req workload.Request, url string) (pageSession, error) {
-		s, err := firefox.NewSession(ctx, firefox.Options{
-			URL:          url,
-			Protocol:     req.Protocol,
-			CAPEM:        []byte(req.Target.CAPEM),
-			Timeout:      req.Timeout,
-			DisableCache: true,
-		})
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	})
-}
+// (browserLoader: a fresh context per sample of the agent's browser, the
+// HTTP cache disabled, connection cold or warm), in a fresh user context of
+// the agent's headless Firefox, which trusts the server's CA
+// (Target.CAPEM) in its profile and, for h3, reaches the origin over
+// HTTP/3 from its first request. One Firefox serves every protocol: the
+// sample's protocol preferences are set in it before its context is made.
+func (a *agentBrowsers) firefoxLoader() workload.BrowserLoader { return pageLoader(a.inFirefox) }
 
 // firefoxVersion starts the Firefox the agent's firefox samples use, once,
 // and returns its product ("Firefox/153.7.0"): the runner records it with

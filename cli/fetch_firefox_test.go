@@ -90,7 +90,8 @@ func TestFetchFirefoxCLIUsageErrors(t *testing.T) {
 func TestFirefoxLoaderConnection(t *testing.T) {
 	requireFirefoxCLI(t)
 	profiles, target := browserTestbed(t)
-	ex := &workload.Executor{Firefox: firefoxLoader()}
+	b := newAgentBrowsers()
+	ex := &workload.Executor{Firefox: b.firefoxLoader()}
 	for _, c := range []struct {
 		proto, conn string
 		reused      float64
@@ -120,6 +121,7 @@ func TestFirefoxLoaderConnection(t *testing.T) {
 			t.Errorf("%s %s: prep %v, wall %v, sample %v, CPU %+v", c.proto, c.conn, res.Prep, res.Wall, took, res.CPU)
 		}
 	}
+	closeBrowsers(t, b)
 	if left, _ := filepath.Glob(filepath.Join(profiles, "qb-firefox-*")); len(left) > 0 {
 		t.Errorf("profiles left behind: %v", left)
 	}

@@ -246,7 +246,8 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	info := r.srv.info
 	req := workload.Request{
 		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC, QUICEvents: r.opts.QUICEvents,
-		Timeout: r.plan.TimeoutFor(c),
+		Timeout:        r.plan.TimeoutFor(c),
+		BrowserRestart: r.plan.BrowserRestart(), BrowserMemoryLimit: r.plan.BrowserMemoryLimit(),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
 			CAPEM: info.CAPEM, SPKI: info.SPKI,
@@ -308,6 +309,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	if res.ClientCPUUnavailable {
 		s.Warnings = append(s.Warnings, "client CPU time unavailable")
 	}
+	s.Warnings = append(s.Warnings, res.Warnings...) // the client's (a browser restarted or failed)
 	s.LinkUp, s.LinkDown = w.after.link[0].Sub(w.before.link[0]), w.after.link[1].Sub(w.before.link[1])
 	cpuMetrics(s.Metrics, s.CPU, res.Bytes, !res.ClientCPUUnavailable, srvCPU, s.Status == model.StatusOK)
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
