@@ -35,8 +35,10 @@ const (
 	// Chromium for each of h1, h2 and h3 (the protocol switches are
 	// process-wide) and a Firefox.
 	DefaultMaxBrowsers = 4
-	// pingLimit bounds the liveness check of a kept browser before a sample.
-	pingLimit = 3 * time.Second
+	// DefaultPingLimit bounds the liveness check of a kept browser before
+	// each sample: a browser that does not answer a trivial request within
+	// it is hung.
+	DefaultPingLimit = 3 * time.Second
 )
 
 // PooledBrowser is a running browser a Pool keeps across samples: a
@@ -61,6 +63,9 @@ type PoolOptions struct {
 	// means GroupUsage and GroupCPU (tests inject fakes).
 	Usage func(pgid int) (Usage, error)
 	CPU   func(pgid int) (CPUTime, error)
+	// PingLimit bounds the liveness check of a kept browser before each
+	// sample; 0 means DefaultPingLimit.
+	PingLimit time.Duration
 }
 
 // Pool keeps running browsers across samples, one per LaunchKey, and
@@ -88,6 +93,9 @@ func NewPool[B PooledBrowser](opts PoolOptions) *Pool[B] {
 	}
 	if opts.CPU == nil {
 		opts.CPU = GroupCPU
+	}
+	if opts.PingLimit <= 0 {
+		opts.PingLimit = DefaultPingLimit
 	}
 	return &Pool[B]{opts: opts}
 }
@@ -156,7 +164,7 @@ func (r SampleReport) Warnings() []string {
 // Run takes one sample. With RestartAlways it starts a browser, runs the
 // sample in it and closes it, as a browser per sample always did. With
 // RestartAuto it takes the kept browser of spec.Key, after checking that
-// it still runs (Alive), answers within 3 s (Ping) and holds at most
+// it still runs (Alive), answers within PingLimit (Ping) and holds at most
 // spec.MemoryLimit, and otherwise closes it and starts a new one (the
 // report's Replaced says why); it starts one when none is kept, closing
 // the least recently used browser when MaxBrowsers are kept. After the
@@ -234,11 +242,11 @@ func (p *Pool[B]) unfit(ctx context.Context, e *keptBrowser[B], limit int64) str
 	if err := e.b.Alive(); err != nil {
 		return fmt.Sprintf("the previous browser had ended (%v)", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, pingLimit)
+	pctx, cancel := context.WithTimeout(ctx, p.opts.PingLimit)
 	err := e.b.Ping(pctx)
 	cancel()
 	if err != nil && ctx.Err() == nil {
-		return fmt.Sprintf("the previous browser did not answer within %v (%v)", pingLimit, err)
+		return fmt.Sprintf("the previous browser did not answer within %v (%v)", p.opts.PingLimit, err)
 	}
 	if limit == 0 {
 		limit = DefaultMemoryLimit
