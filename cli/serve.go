@@ -34,6 +34,7 @@ func serverOps() string {
 func newServeCommand(env *Env) *cobra.Command {
 	var (
 		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl string
+		connLog                                                             string
 		port, plainPort                                                     int
 		names, sites, protocols, paths                                      []string
 		control, noEvents                                                   bool
@@ -117,6 +118,9 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 				}
 				cfg.Certificate = &cert
 			}
+			if connLog != "" && impl != peers.Quicbench {
+				return Usage(fmt.Errorf("--conn-log is for quicbench's own server, not --impl %s", impl), "omit --conn-log")
+			}
 			if impl != peers.Quicbench {
 				return servePeer(cmd.Context(), env, cfg, peerFlags{impl: impl, paths: paths, keyLog: keyLog, caOut: caOut, control: control, plainPortSet: cmd.Flags().Changed("plain-port")})
 			}
@@ -130,6 +134,14 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 				}
 				defer f.Close()
 				cfg.KeyLog = f
+			}
+			if connLog != "" {
+				f, err := os.OpenFile(connLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				if err != nil {
+					return Usage(fmt.Errorf("--conn-log: %w", err), "a writable file path")
+				}
+				defer f.Close()
+				cfg.OnConn = endpoint.ConnLog(f)
 			}
 			srv, err := endpoint.StartServer(cmd.Context(), cfg)
 			if err != nil {
@@ -164,6 +176,7 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 	f.StringVar(&caOut, "ca-out", "", "write the generated CA certificate (PEM) to this file, for clients' --ca")
 	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format, for Wireshark)")
 	f.StringVar(&qlogDir, "qlog", "", "write one qlog file per QUIC connection into this directory (for qvis)")
+	f.StringVar(&connLog, "conn-log", "", "append a JSON line per TLS connection opened (after its handshake: ALPN, resumed, 0-RTT) and closed, over TCP and QUIC")
 	f.StringArrayVar(&sites, "site", nil, "serve directory DIR as /site/NAME/ (NAME=DIR, repeatable)")
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")
