@@ -115,9 +115,11 @@ func inBrowser[B interface {
 	t0 := time.Now()
 	var run browserRun
 	var measureErr error
+	ran := false
 	rep, err := pool.Run(ctx, browser.SampleSpec[B]{
 		Key: key, Restart: req.BrowserRestart, MemoryLimit: req.BrowserMemoryLimit, Start: start,
 		Run: func(ctx context.Context, b B, fresh bool) error {
+			ran = true
 			if fresh {
 				run.prep = time.Since(t0)
 				measureErr = f(ctx, b)
@@ -137,8 +139,9 @@ func inBrowser[B interface {
 	if run.prep == 0 {
 		run.prep = time.Since(t0) // the start failed
 	}
-	if req.BrowserRestart == browser.RestartAlways || measureErr != nil {
-		// A fresh browser's close error counts, as it always did.
+	if !ran || req.BrowserRestart == browser.RestartAlways || measureErr != nil {
+		// The browser did not start, or the sample failed; a fresh
+		// browser's close error counts too, as it always did.
 		return run, err
 	}
 	if err != nil && rep.Broken == "" {
@@ -159,7 +162,7 @@ func (r browserRun) report() *workload.BrowserReport {
 		rep.CPU.ClientUser, rep.CPU.ClientSys = r.rep.CPU.User, r.rep.CPU.Sys
 	}
 	const mb = 1 << 20
-	if r.rep.UsageErr == nil {
+	if r.rep.Samples > 0 && r.rep.UsageErr == nil {
 		rep.Metrics["browser_rss_mb"] = float64(r.rep.Usage.RSS) / mb
 		rep.Metrics["browser_pss_mb"] = float64(r.rep.Usage.PSS) / mb
 		rep.Metrics["browser_fds"] = float64(r.rep.Usage.FDs)
