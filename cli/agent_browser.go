@@ -57,13 +57,25 @@ type pageCloser interface {
 func (a *agentBrowsers) chromiumOptions(req workload.Request, url string) browser.Options {
 	o := a.chromiumBase
 	o.URL, o.Protocol, o.SPKIHash, o.Timeout, o.DisableCache = url, req.Protocol, req.Target.SPKI, req.Timeout, true
+	o.StartTimeout = startTimeout(req)
 	return o
+}
+
+// startTimeout bounds the start of req's browser: workload.BrowserStartTimeout
+// for a kept browser, the browser package's default for a browser per
+// sample (browser_restart: always), as before browsers were kept.
+func startTimeout(req workload.Request) time.Duration {
+	if req.BrowserRestart == browser.RestartAlways {
+		return 0
+	}
+	return workload.BrowserStartTimeout
 }
 
 // firefoxOptions are the options of a Firefox sample of req at url.
 func (a *agentBrowsers) firefoxOptions(req workload.Request, url string) firefox.Options {
 	o := a.firefoxBase
 	o.URL, o.Protocol, o.CAPEM, o.Timeout, o.DisableCache = url, req.Protocol, []byte(req.Target.CAPEM), req.Timeout, true
+	o.StartTimeout = startTimeout(req)
 	return o
 }
 

@@ -24,6 +24,11 @@ const (
 	// agentGrace is added to a sample's timeout before the runner gives up
 	// on the agent and restarts it.
 	agentGrace = 15 * time.Second
+	// browserStartGrace is added too for a browser client's sample, whose
+	// agent may have to start its kept browser first (bounded by
+	// workload.BrowserStartTimeout; on a saturated machine Firefox took
+	// more than 20 s).
+	browserStartGrace = workload.BrowserStartTimeout
 	// cpuPoll is the period of the server CPU timeline of the cpu test.
 	cpuPoll = workload.CPUSampleInterval
 )
@@ -490,7 +495,11 @@ func (r *slot) callAgent(ctx context.Context, req workload.Request) (*workload.R
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout+agentGrace)
+	grace := agentGrace
+	if model.IsBrowser(req.Client) {
+		grace += browserStartGrace
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout+grace)
 	defer cancel()
 	type out struct {
 		res workload.Result

@@ -45,6 +45,14 @@ import (
 // happened to the browser.
 type BrowserBench func(ctx context.Context, req Request, url string) (resultJSON []byte, rep *BrowserReport, err error)
 
+// BrowserStartTimeout bounds the start of a browser the client agent keeps
+// across samples, which the sample that needs it waits for before its own
+// time limit begins: a start is paid once per testbed, not per sample, and
+// on a saturated machine Firefox took more than the 20 s a browser per
+// sample is given. The runner waits that much longer for a browser
+// client's sample.
+const BrowserStartTimeout = 60 * time.Second
+
 // BrowserReport is what a browser driver reports of its browser for one
 // sample besides the measurement (docs/metrics.md, "Persistent
 // browsers").
