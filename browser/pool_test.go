@@ -144,7 +144,10 @@ func TestPoolKeepsAndReplaces(t *testing.T) {
 	// broken during the sample: it ended; it hung closing its context
 	b := h.started[4]
 	s = h.spec("h2", 0, errors.New("load failed"))
-	s.Run = func(context.Context, *fakeBrowser, bool) error { b.dead = errors.New("gone"); return errors.New("load failed") }
+	s.Run = func(context.Context, *fakeBrowser, bool) error {
+		b.dead = errors.New("gone")
+		return errors.New("load failed")
+	}
 	rep, err := p.Run(ctx, s)
 	if err == nil || !strings.Contains(rep.Broken, "it ended (gone)") || b.closed != 1 || rep.UsageErr == nil || p.Len() != 0 {
 		t.Errorf("died during the sample: err %v, report %+v, closed %d, kept %d", err, rep, b.closed, p.Len())
