@@ -16,7 +16,7 @@ import (
 // browserTestbed starts the real endpoint server on loopback for browser
 // samples and points TMPDIR, where the browsers' profiles go, at a fresh
 // directory, which it returns.
-func browserTestbed(t *testing.T) (profiles string, target workload.Target) {
+func browserTestbed(t testing.TB) (profiles string, target workload.Target) {
 	t.Helper()
 	profiles = t.TempDir()
 	t.Setenv("TMPDIR", profiles)

@@ -19,7 +19,7 @@ import (
 )
 
 // requireFirefoxCLI ends the test when Firefox or certutil is missing.
-func requireFirefoxCLI(t *testing.T) {
+func requireFirefoxCLI(t testing.TB) {
 	t.Helper()
 	if _, err := firefox.FindExe(""); err != nil {
 		testsupport.Unavailable(t, "%v: skipping the real-browser test", err)
