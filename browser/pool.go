@@ -295,14 +295,17 @@ func (p *Pool[B]) drop(e *keptBrowser[B]) {
 	_ = e.b.Close()
 }
 
-// Close closes every kept browser.
+// Close closes every kept browser, all at once (the client agent closes
+// them as it exits, and the runner gives it a few seconds).
 func (p *Pool[B]) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var errs []error
-	for _, e := range p.kept {
-		errs = append(errs, e.b.Close())
+	errs := make([]error, len(p.kept))
+	var wg sync.WaitGroup
+	for i, e := range p.kept {
+		wg.Go(func() { errs[i] = e.b.Close() })
 	}
+	wg.Wait()
 	p.kept = nil
 	return errors.Join(errs...)
 }

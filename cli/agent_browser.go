@@ -37,8 +37,12 @@ func newAgentBrowsers() *agentBrowsers {
 	}
 }
 
-// Close ends every kept browser.
-func (a *agentBrowsers) Close() error { return errors.Join(a.chromium.Close(), a.firefox.Close()) }
+// Close ends every kept browser, Chromium's and Firefox's at once.
+func (a *agentBrowsers) Close() error {
+	ff := make(chan error, 1)
+	go func() { ff <- a.firefox.Close() }()
+	return errors.Join(a.chromium.Close(), <-ff)
+}
 
 // page is where a sample's loads run: a fresh context of a kept browser,
 // or a fresh browser.
