@@ -16,8 +16,9 @@ import (
 )
 
 // contextCloseLimit bounds UserContext.Close; a browser that does not
-// finish within it is hung.
-const contextCloseLimit = 5 * time.Second
+// finish within it is hung. Generous, as package browser's: a false alarm
+// costs a restart (Firefox took more than 5 s at a load average of 70).
+const contextCloseLimit = 15 * time.Second
 
 // UserContext is one WebDriver BiDi user context of a running Session
 // (browser.createUserContext: what Firefox calls a container), with one
@@ -187,7 +188,7 @@ func (u *UserContext) usable() error {
 
 // Close removes the user context (its tab and its data) and closes the
 // idle connections it left in Firefox's pool. A browser that does not
-// finish within 5 s returns a *browser.TimeoutError (Phase "context
+// finish within 15 s returns a *browser.TimeoutError (Phase "context
 // close"): it is hung and should be closed. Safe to call more than once;
 // later calls return the first result.
 func (u *UserContext) Close() error {
