@@ -189,6 +189,32 @@ func TestPoolLimitsBrowsers(t *testing.T) {
 	}
 }
 
+// TestPoolClosesIdleBrowsers: a kept browser unused for IdleClose is
+// closed at the next sample, whatever its key; one used within it is kept.
+func TestPoolClosesIdleBrowsers(t *testing.T) {
+	now := time.Unix(1000, 0)
+	h := &fakeHost{pss: map[int]int64{}, cpu: map[int]CPUTime{}}
+	p := NewPool[*fakeBrowser](PoolOptions{
+		IdleClose: 2 * time.Minute, Now: func() time.Time { return now },
+		Usage: func(pgid int) (Usage, error) { return Usage{PSS: h.pss[pgid]}, nil },
+		CPU:   func(int) (CPUTime, error) { return CPUTime{}, nil },
+	})
+	ctx := context.Background()
+	for _, step := range []struct {
+		key     string
+		advance time.Duration
+	}{{"h1", 0}, {"h2", time.Minute}, {"h2", 90 * time.Second}} {
+		now = now.Add(step.advance)
+		if _, err := p.Run(ctx, h.spec(step.key, 0, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// h1 was last used 2.5 min before the third sample: closed then; h2 kept.
+	if len(h.started) != 2 || h.started[0].closed != 1 || h.started[1].closed != 0 || p.Len() != 1 {
+		t.Errorf("started %d, closed h1 %d h2 %d, kept %d", len(h.started), h.started[0].closed, h.started[1].closed, p.Len())
+	}
+}
+
 // TestPoolAlways: browser_restart always starts and closes a browser per
 // sample, in which the sample runs itself (fresh), and keeps nothing.
 func TestPoolAlways(t *testing.T) {
