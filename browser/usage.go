@@ -3,9 +3,12 @@ package browser
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -167,4 +170,57 @@ func memoryOf(dir string) (rss, pss int64) {
 		}
 	}
 	return rss, pss
+}
+
+// RemoveStaleProfiles removes the browser profiles (qb-chromium-* and
+// qb-firefox-* directories) in parent that no live process names on its
+// command line and that were last modified more than olderThan ago: the
+// profiles of browsers killed with their client agent (a SIGKILL leaves
+// no one to remove them). The age keeps a profile that is being made,
+// before its browser starts, from being taken for a stale one. It returns
+// the directories removed.
+func RemoveStaleProfiles(parent string, olderThan time.Duration) ([]string, error) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return nil, err
+	}
+	var cands []string
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() || !(strings.HasPrefix(name, "qb-chromium-") || strings.HasPrefix(name, "qb-firefox-")) {
+			continue
+		}
+		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < olderThan {
+			continue
+		}
+		cands = append(cands, filepath.Join(parent, name))
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	inUse := map[string]bool{}
+	for _, st := range processes() {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(st.pid) + "/cmdline")
+		if err != nil {
+			continue
+		}
+		for _, d := range cands {
+			if bytes.Contains(b, []byte(d)) {
+				inUse[d] = true
+			}
+		}
+	}
+	var removed []string
+	var errs []error
+	for _, d := range cands {
+		if inUse[d] {
+			continue
+		}
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, d)
+	}
+	return removed, errors.Join(errs...)
 }

@@ -3,6 +3,8 @@ package browser
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -47,5 +49,46 @@ func TestGroupUsage(t *testing.T) {
 	}
 	if _, err := GroupCPU(0); err == nil {
 		t.Error("GroupCPU(0): no error")
+	}
+}
+
+// TestRemoveStaleProfiles removes old profiles that no process uses, and
+// keeps a recent one, one a live process names, and other directories.
+func TestRemoveStaleProfiles(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-time.Hour)
+	mk := func(name string, mtime time.Time) string {
+		p := filepath.Join(dir, name)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "prefs.js"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale1, stale2 := mk("qb-chromium-1", old), mk("qb-firefox-2", old)
+	fresh, other := mk("qb-firefox-3", time.Now()), mk("other-4", old)
+	used := mk("qb-chromium-5", old)
+	cmd := exec.Command("sh", "-c", "sleep 30; true", "sh", "--user-data-dir="+used)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	removed, err := RemoveStaleProfiles(dir, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if !slices.Equal(removed, []string{stale1, stale2}) {
+		t.Errorf("removed %v, want %v", removed, []string{stale1, stale2})
+	}
+	for _, p := range []string{fresh, other, used} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }

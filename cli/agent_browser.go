@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
 
@@ -13,6 +14,10 @@ import (
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
+
+// staleProfileAge is how old a browser profile that no process uses must
+// be before an agent removes it as left behind.
+const staleProfileAge = 10 * time.Minute
 
 // agentBrowsers are the client agent's running browsers, kept across its
 // samples (browser.Pool): a Chromium per set of protocol switches (h1, h2,
@@ -31,6 +36,9 @@ type agentBrowsers struct {
 }
 
 func newAgentBrowsers() *agentBrowsers {
+	// Profiles of browsers killed with an earlier agent (a runner kills a
+	// hung agent) have no one else to remove them.
+	_, _ = browser.RemoveStaleProfiles(os.TempDir(), staleProfileAge)
 	return &agentBrowsers{
 		chromium: browser.NewPool[*browser.Session](browser.PoolOptions{}),
 		firefox:  browser.NewPool[*firefox.Session](browser.PoolOptions{}),
