@@ -69,3 +69,8 @@ func CheckHostPort(hp string) error { return checkHostPort(hp) }
 // RemoveAllRetry removes a browser's profile directory, retrying for a
 // while: a dying browser process may still create files in it.
 func RemoveAllRetry(dir string) error { return removeAllRetry(dir) }
+
+// FindExe returns the Chromium executable: exe when given (a path or a
+// name on PATH), else Debian's chromium or one found on PATH. An error
+// wraps ErrNoBrowser.
+func FindExe(exe string) (string, error) { return findExe(exe) }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,6 +127,11 @@ type Options struct {
 	// Output receives Chromium's stdout and stderr and chromedp's log
 	// lines. Nil discards them.
 	Output io.Writer
+
+	// KeyLogFile, when set, is an absolute path Chromium appends its TLS
+	// secrets to (SSLKEYLOGFILE format; --ssl-key-log-file), for a packet
+	// capture's decryption.
+	KeyLogFile string
 }
 
 // NextHopProtocol maps a quicbench protocol to the nextHopProtocol
@@ -237,6 +243,9 @@ func (o Options) validate(needURL bool) (Options, error) {
 		if _, err := exec.LookPath("nsenter"); err != nil {
 			return bad("NetNS", "nsenter(1) is needed to enter a namespace: %v", err)
 		}
+	}
+	if o.KeyLogFile != "" && !filepath.IsAbs(o.KeyLogFile) {
+		return bad("KeyLogFile", "%q is not an absolute path", o.KeyLogFile)
 	}
 	for i, a := range o.ExtraArgs {
 		if !strings.HasPrefix(a, "--") || len(a) < 3 {
@@ -372,6 +381,9 @@ func (o Options) args() [][2]any {
 	}
 	if o.SPKIHash != "" {
 		a = append(a, [2]any{"ignore-certificate-errors-spki-list", o.SPKIHash})
+	}
+	if o.KeyLogFile != "" {
+		a = append(a, [2]any{"ssl-key-log-file", o.KeyLogFile})
 	}
 	switch o.Protocol {
 	case model.ProtoH1, model.ProtoH1C:

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"golang.org/x/sys/unix"
 )
 
@@ -17,7 +18,7 @@ import (
 // alone.
 func TestReapOrphansChargesTheirCPU(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		t.Skipf("PR_SET_CHILD_SUBREAPER: %v", err)
+		testsupport.Unavailable(t, "PR_SET_CHILD_SUBREAPER: %v", err)
 	}
 	t.Cleanup(func() { unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
 

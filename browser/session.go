@@ -52,6 +52,10 @@ type Session struct {
 	closed    atomic.Bool
 }
 
+// ProfilePrefix starts the name of every profile directory a Session
+// makes (in Options.ProfileDir).
+const ProfilePrefix = "qb-chromium-"
+
 // NewSession starts headless Chromium with a fresh profile under
 // opts.ProfileDir, attaches to its first tab and returns once the tab
 // answers. opts.URL may be empty unless needed to derive the QUIC origin.
@@ -63,7 +67,7 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	want, _ := NextHopProtocol(o.Protocol)
-	dir, err := os.MkdirTemp(o.ProfileDir, "qb-chromium-")
+	dir, err := os.MkdirTemp(o.ProfileDir, ProfilePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("browser: creating the profile directory: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -172,14 +173,14 @@ func memoryOf(dir string) (rss, pss int64) {
 	return rss, pss
 }
 
-// RemoveStaleProfiles removes the browser profiles (qb-chromium-* and
-// qb-firefox-* directories) in parent that no live process names on its
-// command line and that were last modified more than olderThan ago: the
+// RemoveStaleProfiles removes the browser profiles (the directories whose
+// names start with one of prefixes: ProfilePrefix for Chromium's) in
+// parent that no live process names on its command line and that were last modified more than olderThan ago: the
 // profiles of browsers killed with their client agent (a SIGKILL leaves
 // no one to remove them). The age keeps a profile that is being made,
 // before its browser starts, from being taken for a stale one. It returns
 // the directories removed.
-func RemoveStaleProfiles(parent string, olderThan time.Duration) ([]string, error) {
+func RemoveStaleProfiles(parent string, olderThan time.Duration, prefixes ...string) ([]string, error) {
 	entries, err := os.ReadDir(parent)
 	if err != nil {
 		return nil, err
@@ -187,7 +188,7 @@ func RemoveStaleProfiles(parent string, olderThan time.Duration) ([]string, erro
 	var cands []string
 	for _, e := range entries {
 		name := e.Name()
-		if !e.IsDir() || !(strings.HasPrefix(name, "qb-chromium-") || strings.HasPrefix(name, "qb-firefox-")) {
+		if !e.IsDir() || !slices.ContainsFunc(prefixes, func(p string) bool { return p != "" && strings.HasPrefix(name, p) }) {
 			continue
 		}
 		if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < olderThan {

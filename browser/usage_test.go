@@ -78,7 +78,7 @@ func TestRemoveStaleProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	removed, err := RemoveStaleProfiles(dir, 10*time.Minute)
+	removed, err := RemoveStaleProfiles(dir, 10*time.Minute, ProfilePrefix, "qb-firefox-")
 	if err != nil {
 		t.Fatal(err)
 	}

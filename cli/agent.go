@@ -2,13 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/control"
-	"github.com/quicbench/quicbench/model"
+	_ "github.com/quicbench/quicbench/peers/all" // every built-in stack's code
 	"github.com/quicbench/quicbench/workload"
 )
 
@@ -30,15 +32,25 @@ It exits at the end of stdin.`,
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-			// The browsers are kept across samples (a fresh context each)
-			// and end with the agent.
-			b := newAgentBrowsers()
-			defer b.Close()
-			ex := &workload.Executor{Browser: b.browserLoader(), Lighthouse: lighthouseLoader(), Firefox: b.firefoxLoader(), Aioquic: aioquicFetcher(env.Getenv),
-				ChromiumBench: b.chromiumBench(), FirefoxBench: b.firefoxBench()}
+			// The clients keep what they keep across samples (the
+			// browsers) until the agent ends.
+			ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{Getenv: env.Getenv})}
+			defer closeClients(ex.Clients)
 			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}
+}
+
+// closeClients releases what the clients keep across samples (their
+// browsers), all at once: each browser's close waits for its processes.
+func closeClients(clients map[string]workload.ClientImpl) {
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		if c.Close != nil {
+			wg.Go(c.Close)
+		}
+	}
+	wg.Wait()
 }
 
 // agentServer is the agent role of package control, running tests with ex.
@@ -49,11 +61,15 @@ func agentServer(ex *workload.Executor) *control.Server {
 	control.Handle(s, control.Run, func(ctx context.Context, req workload.Request) (*workload.Result, error) {
 		return ex.Execute(ctx, req), nil
 	})
-	control.Handle(s, control.BrowserVersion, func(ctx context.Context, client string) (string, error) {
-		if client == model.ClientFirefox {
-			return firefoxVersion(ctx)
+	control.Handle(s, control.ClientVersion, func(ctx context.Context, client string) (string, error) {
+		c, ok := ex.Clients[client]
+		switch {
+		case !ok:
+			return "", fmt.Errorf("client %q: not available in this agent", client)
+		case c.Version == nil:
+			return "", fmt.Errorf("client %s reports no version of its own", client)
 		}
-		return browserVersion(ctx)
+		return c.Version(ctx)
 	})
 	return s
 }

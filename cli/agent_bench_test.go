@@ -37,15 +37,15 @@ var benchCases = []struct {
 func TestChromiumBenchEveryTest(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
-	b := newAgentBrowsers()
-	ex := &workload.Executor{ChromiumBench: b.chromiumBench()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	defer closeClients(ex.Clients) // on every path (a no-op once closed)
 	for _, c := range benchCases {
 		p, err := plan.DecodeParams(c.test, c.params)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, proto := range []string{model.ProtoH1} {
-			req := workload.Request{Test: c.test, Protocol: proto, Client: model.ClientChromium, Params: p, Target: target, Timeout: 20 * time.Second}
+			req := workload.Request{Test: c.test, Protocol: proto, Client: "chromium", Params: p, Target: target, Timeout: 20 * time.Second}
 			start := time.Now()
 			res := ex.Execute(context.Background(), req)
 			took := time.Since(start)
@@ -75,6 +75,6 @@ func TestChromiumBenchEveryTest(t *testing.T) {
 			t.Logf("%s: %s prep %v wall %v", name, b, res.Prep.Round(time.Millisecond), res.Wall.Round(time.Microsecond))
 		}
 	}
-	closeBrowsers(t, b)
+	closeClients(ex.Clients)
 	assertNoProfiles(t, profiles)
 }

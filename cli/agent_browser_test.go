@@ -54,8 +54,8 @@ func assertNoProfiles(t *testing.T, dir string) {
 func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
-	b := newAgentBrowsers()
-	ex := &workload.Executor{Browser: b.browserLoader()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	defer closeClients(ex.Clients) // on every path (a no-op once closed)
 	const objects = 4
 	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}
 	for _, c := range []struct{ proto, conn string }{
@@ -68,7 +68,7 @@ func TestBrowserLoaderConnection(t *testing.T) {
 		t.Run(c.proto+"/"+c.conn, func(t *testing.T) {
 			start := time.Now()
 			res := ex.Execute(context.Background(), workload.Request{
-				Test: plan.TestPage, Protocol: c.proto, Client: model.ClientChromium, Target: target,
+				Test: plan.TestPage, Protocol: c.proto, Client: "chromium", Target: target,
 				Params:  testParams(plan.TestPage, map[string]string{"objects": "4", "size": "2KB", "connection": c.conn}),
 				Timeout: 20 * time.Second,
 			})
@@ -111,23 +111,14 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	}
 	// An unknown connection fails the sample without starting a browser.
 	res := ex.Execute(context.Background(), workload.Request{
-		Test: plan.TestPage, Protocol: model.ProtoH2, Client: model.ClientChromium, Target: target,
+		Test: plan.TestPage, Protocol: model.ProtoH2, Client: "chromium", Target: target,
 		Params: testParams(plan.TestPage, map[string]string{"connection": "hot"}),
 	})
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {
 		t.Errorf("connection hot: status %s, error %q", res.Status, res.Error)
 	}
-	closeBrowsers(t, b)
+	closeClients(ex.Clients)
 	assertNoProfiles(t, profiles)
-}
-
-// closeBrowsers ends the agent's kept browsers, as the agent does when it
-// exits.
-func closeBrowsers(t *testing.T, b *agentBrowsers) {
-	t.Helper()
-	if err := b.Close(); err != nil {
-		t.Errorf("closing the kept browsers: %v", err)
-	}
 }
 
 // testParams decodes page parameters as a plan writes them, the defaults

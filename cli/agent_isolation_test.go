@@ -290,12 +290,12 @@ func stepRequest(client string, st isolationStep) workload.Request {
 // exits, no browser process and no profile is left.
 func TestChromiumIsolation(t *testing.T) {
 	requireChromiumCLI(t)
-	testIsolation(t, model.ClientChromium, func(ages map[string]int, proto string) int { ages[proto]++; return ages[proto] })
+	testIsolation(t, "chromium", func(ages map[string]int, proto string) int { ages[proto]++; return ages[proto] })
 }
 
 func TestFirefoxIsolation(t *testing.T) {
 	requireFirefoxCLI(t)
-	testIsolation(t, model.ClientFirefox, func(ages map[string]int, _ string) int { ages[""]++; return ages[""] })
+	testIsolation(t, "firefox", func(ages map[string]int, _ string) int { ages[""]++; return ages[""] })
 }
 
 func testIsolation(t *testing.T, client string, age func(ages map[string]int, proto string) int) {
@@ -388,12 +388,12 @@ func (b *isolationBed) waitOpen(t *testing.T) []endpoint.ConnEvent {
 // without a warning. No browser process or profile is left at the end.
 func TestChromiumRestarts(t *testing.T) {
 	requireChromiumCLI(t)
-	testRestarts(t, model.ClientChromium)
+	testRestarts(t, "chromium")
 }
 
 func TestFirefoxRestarts(t *testing.T) {
 	requireFirefoxCLI(t)
-	testRestarts(t, model.ClientFirefox)
+	testRestarts(t, "firefox")
 }
 
 func testRestarts(t *testing.T, client string) {

@@ -27,10 +27,10 @@ import (
 // sample's whole time in the agent minus wall), per mode, and the ratio
 // of the overheads. Run it with e.g. -benchtime 20x.
 func BenchmarkBrowserSampleOverhead(b *testing.B) {
-	for _, client := range []string{model.ClientChromium, model.ClientFirefox} {
+	for _, client := range []string{"chromium", "firefox"} {
 		for _, proto := range []string{model.ProtoH2, model.ProtoH3} {
 			b.Run(client+"/"+proto, func(b *testing.B) {
-				if client == model.ClientChromium {
+				if client == "chromium" {
 					requireChromiumCLI(b)
 				} else {
 					requireFirefoxCLI(b)
@@ -46,9 +46,8 @@ type phases struct{ prep, wall, teardown, overhead []time.Duration }
 
 func benchOverhead(b *testing.B, client, proto string) {
 	_, target := browserTestbed(b)
-	ab := newAgentBrowsers()
-	b.Cleanup(func() { ab.Close() })
-	ex := &workload.Executor{Browser: ab.browserLoader(), Firefox: ab.firefoxLoader()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	b.Cleanup(func() { closeClients(ex.Clients) })
 	req := func(restart string) workload.Request {
 		return workload.Request{Test: plan.TestPage, Protocol: proto, Client: client, Target: target, Timeout: 60 * time.Second,
 			BrowserRestart: restart, Params: testParams(plan.TestPage, map[string]string{"objects": "10", "size": "8KB"})}

@@ -29,14 +29,21 @@ func TestAgentServesItsTable(t *testing.T) {
 	stop()
 }
 
-// The agent reads the version of the Chromium it runs samples with, for
-// the runner to record with the run.
-func TestAgentBrowserVersion(t *testing.T) {
+// The agent reads the version of the browser it runs a client's samples
+// with, for the runner to record with the run; a client without a version
+// of its own, or unknown, is an error.
+func TestAgentClientVersion(t *testing.T) {
 	requireChromiumCLI(t)
 	c, stop := startAgentCLI(t)
 	var v string
-	if err := c.Call(context.Background(), control.BrowserVersion, nil, &v); err != nil || !strings.HasPrefix(v, "Chrome/") {
-		t.Fatalf("browser version: %v %q", err, v)
+	if err := c.Call(context.Background(), control.ClientVersion, "chromium", &v); err != nil || !strings.HasPrefix(v, "Chrome/") {
+		t.Fatalf("chromium version: %v %q", err, v)
+	}
+	if err := c.Call(context.Background(), control.ClientVersion, "aioquic", &v); err == nil || !strings.Contains(err.Error(), "reports no version of its own") {
+		t.Fatalf("aioquic version: %v", err)
+	}
+	if err := c.Call(context.Background(), control.ClientVersion, "nosuch", &v); err == nil || !strings.Contains(err.Error(), "not available") {
+		t.Fatalf("unknown client: %v", err)
 	}
 	stop()
 }

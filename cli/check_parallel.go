@@ -37,6 +37,7 @@ func newCheckParallelCmd(env *Env) *cobra.Command {
 		planArg, out       string
 		parallel, iters    int
 		resume, asJSON, qt bool
+		minEffect          string
 	)
 	cmd := &cobra.Command{
 		Use:   "check-parallel [--plan NAME|FILE] [--parallel N] [-o DIR]",
@@ -47,9 +48,10 @@ cell. The same iteration of a cell meets the same emulator seed in both runs, so
 samples pair up; per cell it prints the number of valid pairs, both medians, the shift
 of the medians, the Hodges-Lehmann estimate of the paired difference with its 95%
 interval (in % of the serial median), the Wilcoxon signed-rank p-value, Holm-adjusted
-over the cells, the most testbeds that ran at once, and a verdict: "same" when the
-medians are within 3% and the adjusted p-value is at least 0.05, "moved" otherwise,
-"too few pairs" under 6 pairs. The comparison is also written to DIR/check.txt
+over the cells, the most testbeds that ran at once, and a verdict by the report's rule
+of practical significance: "moved" when the adjusted p-value is below 0.05 and the
+interval lies wholly outside the smallest effect of interest (--min-effect, else the
+plan's min_effect, else ±5%), "same" otherwise, "too few pairs" under 6 pairs. The comparison is also written to DIR/check.txt
 (Markdown).
 
 The default plan is the built-in parallel-check (link-bound page loads, about 11
@@ -66,6 +68,14 @@ few pairs to decide.`,
 			p, err := loadPlan(planArg)
 			if err != nil {
 				return err
+			}
+			band := planMinEffect(p)
+			if minEffect != "" {
+				v, err := parseMinEffect(minEffect)
+				if err != nil {
+					return err
+				}
+				band = statsMinEffect(v)
 			}
 			if cmd.Flags().Changed("iterations") {
 				if iters < 2 || iters > plan.MaxIterations {
@@ -121,7 +131,7 @@ few pairs to decide.`,
 					return err
 				}
 			}
-			return compareCheck(cmd.Context(), env, p.Name, serial, par, parallel, filepath.Join(out, checkText), asJSON)
+			return compareCheck(cmd.Context(), env, p.Name, serial, par, parallel, filepath.Join(out, checkText), asJSON, band)
 		},
 	}
 	outputFlag(cmd, &out, "directory of the two runs and check.txt (default: check-PLAN)")
@@ -132,6 +142,7 @@ few pairs to decide.`,
 	f.BoolVar(&resume, "resume", false, "continue the check in -o DIR: resume an incomplete run, reuse a complete one")
 	f.BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	f.BoolVarP(&qt, "quiet", "q", false, "no progress output")
+	f.StringVar(&minEffect, "min-effect", "", "smallest shift of interest, e.g. 5%: a cell moved only when its shift is significant and its 95% interval lies wholly outside ± this share of the serial median (default: the plan's min_effect, else 5%; 0% turns the band off)")
 	return cmd
 }
 
@@ -159,7 +170,7 @@ func checkRun(ctx context.Context, env *Env, what string, opts runner.Options, r
 	}
 	sum, err := runner.Run(ctx, opts)
 	if sum != nil {
-		printRunSummary(env, opts.DB, sum)
+		printRunSummary(env, opts.DB, sum, true)
 	}
 	switch {
 	case errors.Is(err, runner.ErrInterrupted):
@@ -193,7 +204,7 @@ func storedRunState(ctx context.Context, db string, p *plan.Plan) (complete bool
 
 // compareCheck loads the two runs, prints their comparison (text or JSON),
 // writes it to textPath and returns the check's exit status as an error.
-func compareCheck(ctx context.Context, env *Env, planName, serial, par string, n int, textPath string, asJSON bool) error {
+func compareCheck(ctx context.Context, env *Env, planName, serial, par string, n int, textPath string, asJSON bool, minEffect float64) error {
 	sd, _, err := loadRun(ctx, serial, 0)
 	if err != nil {
 		return err
@@ -202,7 +213,7 @@ func compareCheck(ctx context.Context, env *Env, planName, serial, par string, n
 	if err != nil {
 		return err
 	}
-	res, err := parcheck.Compare(sd, pd, parcheck.Config{})
+	res, err := parcheck.Compare(sd, pd, parcheck.Config{MinEffect: minEffect})
 	if err != nil {
 		return &ExitError{Code: ExitFailure, Err: err}
 	}

@@ -54,6 +54,10 @@ current directory unless -o says otherwise; --text prints a terminal summary.`,
 					"choose two runs with --run-a and --run-b")
 			}
 			opts.Source, opts.SourceB = args[0], args[1]
+			// the band of run A's plan unless --min-effect says otherwise
+			if opts.Stats.MinEffect, err = minEffectFor(f.minEffect, a.Run.PlanText); err != nil {
+				return err
+			}
 			if f.text {
 				if err := report.CompareText(env.Stdout, a, b, opts, na, nb); err != nil {
 					return err

@@ -13,11 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/peers"
-	"github.com/quicbench/quicbench/peers/aioquic"
 )
 
 func init() { Register("doctor", newDoctorCmd) }
@@ -48,7 +46,7 @@ func newDoctorCmd(env *Env) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "doctor [--json]",
-		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, Chromium, Lighthouse, Firefox, aioquic, Caddy",
+		Short: "Check what this machine allows: root or rootless mode, TUN, namespaces, congestion controls, and every stack of the registry",
 		Long: `doctor checks everything quicbench needs and says which mode is available:
 root mode (network namespaces, TUN devices, real-time emulator threads) or rootless mode (the
 same inside an unprivileged user namespace, for quicbench emulate, calibrate and run) and, if neither, why not.
@@ -195,43 +193,25 @@ func runDoctor(ctx context.Context) doctorReport {
 		}
 	}
 
-	browser := ""
-	for _, b := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(b); err == nil {
-			browser = p
-			break
+	// Every stack of the registry but quicbench's own, each role it has:
+	// its check finds and tries its programs.
+	for _, st := range peers.All() {
+		if st.Name == peers.Own {
+			continue
 		}
-	}
-	if browser == "" {
-		add("chromium", checkWarn, "not found: tests with the chromium client (page loads) are unavailable; install chromium")
-	} else {
-		add("chromium", checkOK, "%s", browser)
-	}
-	if inst, err := lighthouse.Find(); err != nil {
-		add("lighthouse", checkWarn, "%v: tests with the lighthouse client (performance scores) are unavailable", err)
-	} else {
-		add("lighthouse", checkOK, "Lighthouse %s (%s) on Node %s (%s)", inst.Version, inst.CLI, inst.NodeVersion, inst.Node)
-	}
-	st, detail := firefoxCheck(ctx, os.Geteuid() == 0)
-	add("firefox", st, "%s", detail)
-	if py, err := aioquic.FindPython(); err != nil {
-		add("aioquic client", checkWarn, "%v: tests with the aioquic client are unavailable", err)
-	} else if v, err := aioquic.Check(ctx, py); err != nil {
-		add("aioquic client", checkWarn, "%v: tests with the aioquic client will fail", err)
-	} else {
-		add("aioquic client", checkOK, "aioquic %s client (%s), its recovery statistics readable", v, py)
-	}
-	if py, err := peers.FindAioquic(); err != nil {
-		add("aioquic server", checkWarn, "%v: the aioquic server (serve --impl aioquic) is unavailable", err)
-	} else if v, _, err := peers.AioquicCheck(ctx, py); err != nil {
-		add("aioquic server", checkWarn, "%v", err)
-	} else {
-		add("aioquic server", checkOK, "aioquic %s (%s): statistics accessors work", v, py)
-	}
-	if p, v, err := peers.FindCaddy(ctx); err != nil {
-		add("caddy server", checkWarn, "%v: the caddy server (serve --impl caddy) is unavailable", err)
-	} else {
-		add("caddy server", checkOK, "caddy %s (%s)", v, p)
+		for _, role := range st.Roles() {
+			name := st.Name
+			if role == peers.RoleClient {
+				name = st.ClientName()
+			}
+			name += " " + role
+			v, detail, err := peers.Check(peers.Deep(ctx), st, role)
+			if err != nil {
+				add(name, checkWarn, "%v: cells with the %s are unavailable (%s)", err, name, st.Install)
+				continue
+			}
+			add(name, checkOK, "%s", strings.TrimSpace(strings.Join([]string{v, detail}, " ")))
+		}
 	}
 	add("netem", checkInfo, "not needed: quicbench emulates the link in userspace")
 

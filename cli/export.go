@@ -25,8 +25,10 @@ func newExportCommand(env *Env) *cobra.Command {
 		Use:   "export RESULTS.db",
 		Short: "Export a results database as CSV, JSON lines or Parquet, one file per table",
 		Long: `Writes the tables of a results database (runs, cells, samples, transport,
-timelines, resources, warnings) as one file per table, TABLE.FORMAT, in the
-output directory, and prints the paths. The samples table has one row per
+timelines, resources, warnings, evidence) as one file per table, TABLE.FORMAT,
+in the output directory, and prints the paths. The evidence table lists the
+files kept with samples (captures, key logs, qlogs); quicbench evidence
+writes the files themselves. The samples table has one row per
 sample with every metric as a column m_NAME and every factor as f_NAME.
 docs/data.md describes every column and how to load the files in pandas, R
 or DuckDB in one line.`,

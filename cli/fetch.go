@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -26,9 +24,9 @@ import (
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/endpoint/certs"
 	"github.com/quicbench/quicbench/endpoint/content"
-	"github.com/quicbench/quicbench/endpoint/h3"
-	"github.com/quicbench/quicbench/firefox"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
+	"github.com/quicbench/quicbench/workload"
 )
 
 func init() { Register("fetch", newFetchCommand) }
@@ -58,30 +56,31 @@ The raw protocols (tcp, quic) take /bytes/N, /echo and /upload.
 A connection that negotiates another protocol than --proto is an error
 (exit status 1), never a measurement.
 
---client chromium loads each URL as a page in headless Chromium instead
+--client NAME with a browser client of the registry of stacks (see
+quicbench doctor) loads each URL as a page in that headless browser instead
 (a fresh browser and profile per page, no cache) over --proto h1, h1c, h2 or
 h3, and prints the page timings (navigation TTFB, DOMContentLoaded, load,
 first and largest contentful paint) and every resource with the protocol it
 used; --json prints the browser's result per page (one JSON object after the
 other). Any resource fetched with another protocol than --proto fails the
-command (exit status 1, naming the resources). Chromium accepts the server's
-certificate by its SPKI hash: give --spki (quicbench serve prints it), or
-let fetch read the certificate from the server first (over TLS on TCP, or
-QUIC for h3), verified with --ca, or not at all with --insecure. Options of
-the built-in client (--parallel, --upload, --0rtt, --warm...) do not apply.
+command (exit status 1, naming the resources). A browser that takes a
+certificate pin accepts the server's certificate by its SPKI hash: give
+--spki (quicbench serve prints it), or let fetch read the certificate from
+the server first (over TLS on TCP, or QUIC for h3), verified with --ca, or
+not at all with --insecure; the others trust --ca in each fresh profile (or,
+with --insecure, accept any certificate). For h3 the origin is reached over
+HTTP/3 from the first request. Options of the built-in client (--parallel,
+--upload, --0rtt, --warm...) do not apply.
 
---client firefox does the same in headless Firefox (firefox-esr, driven
-over WebDriver BiDi): it trusts --ca in each fresh profile (or, with
---insecure, accepts any certificate), and for h3 reaches the origin over
-HTTP/3 from the first request. Firefox falls back to TCP silently when
-HTTP/3 fails; the per-resource protocol check then fails the command.`,
+--client NAME with a client program of the registry (a fetch client) makes
+the built-in client's requests with that program and prints the same
+record.`,
 		Example: `  quicbench fetch --proto h3 --ca ca.pem https://10.0.0.2:4433/bytes/10MB
   quicbench fetch --proto h1 --parallel 6 --addr 10.0.0.2:4433 --insecure /bytes/1MB /bytes/1MB /bytes/1MB
   quicbench fetch --proto h2 --page --json --ca ca.pem https://10.0.0.2:4433/page/50/8KB
   quicbench fetch --proto quic --0rtt --ca ca.pem https://10.0.0.2:4433/bytes/100KB
   quicbench fetch --proto tcp --upload 10MB --ca ca.pem https://10.0.0.2:4433/upload
-  quicbench fetch --client chromium --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB
-  quicbench fetch --client firefox --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB`,
+  quicbench fetch --client BROWSER --proto h3 --ca ca.pem https://10.0.0.2:4433/page/50/8KB`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return Usage(errors.New("fetch needs at least one URL or path"), "quicbench fetch --proto h2 https://HOST:PORT/bytes/1MB")
@@ -96,33 +95,42 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 				keyLog = os.Getenv("SSLKEYLOGFILE") // as curl and browsers do
 			}
 			spec.CongestionControl = ccFlag(env, cmd, spec.CongestionControl)
-			switch client {
-			case fetchClientBuiltin:
-				if spki != "" {
-					return Usage(errors.New("--spki only applies to --client chromium"), "the built-in client verifies the certificate with --ca (or not at all with --insecure)")
+			var peer workload.ClientImpl
+			var peerStack *peers.Stack
+			if client != model.ClientBuiltin {
+				st, ok := peers.ClientStack(client)
+				if !ok {
+					return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: "+strings.Join(peers.Clients(), ", "))
 				}
-			case fetchClientChromium:
-				return fetchChromium(cmd, env, chromiumFetch{
-					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
-					serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
-				})
-			case fetchClientFirefox:
-				return fetchFirefox(cmd, env, chromiumFetch{
-					proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
-					spki: spki, jsonOut: jsonOut, timeout: spec.Timeout,
-				})
-			case fetchClientAioquic:
-				if spec.Proto != model.ProtoH3 {
-					return Usage(fmt.Errorf("--client aioquic speaks h3 only, not %s", spec.Proto), "add --proto h3")
+				impl, ok := workload.Clients(workload.ClientEnv{Getenv: env.Getenv})[client]
+				if !ok {
+					return &ExitError{Code: ExitEnv, Err: fmt.Errorf("--client %s: its code is not linked into this program", client)}
 				}
-				for _, name := range []string{"conns", "page", "resume", "0rtt", "verify", "insecure", "keylog", "cc", "no-quic-events", "spki"} {
-					if cmd.Flags().Changed(name) {
-						return Usage(fmt.Errorf("--%s does not apply to --client aioquic", name), "the aioquic client takes --parallel, --repeat, --upload, --warm, --ca, --qlog and the timeouts")
+				switch st.Client.Kind {
+				case peers.KindBrowser, peers.KindAudit:
+					if impl.FetchPage == nil {
+						return Usage(fmt.Errorf("--client %s loads no pages by hand", client), "use --client "+model.ClientBuiltin+" or a browser client")
 					}
+					return fetchPages(cmd, env, st, impl, pageFetchArgs{
+						proto: spec.Proto, addr: addr, args: args, caFile: caFile, insecure: spec.Insecure,
+						serverName: spec.ServerName, spki: spki, keyLog: keyLog, jsonOut: jsonOut, timeout: spec.Timeout,
+					})
+				case peers.KindFetch:
+					if !slices.Contains(st.Client.Protocols, spec.Proto) {
+						return Usage(fmt.Errorf("--client %s speaks %s, not %s", client, peers.List(st.Client.Protocols), spec.Proto), "add --proto "+st.Client.Protocols[0])
+					}
+					for _, name := range []string{"conns", "page", "resume", "0rtt", "verify", "insecure", "keylog", "no-quic-events", "spki"} {
+						if cmd.Flags().Changed(name) {
+							return Usage(fmt.Errorf("--%s does not apply to --client %s", name, client), "a client program takes --parallel, --repeat, --upload, --warm, --ca, --cc, --qlog and the timeouts")
+						}
+					}
+					keyLog = "" // not $SSLKEYLOGFILE either: its keys are the program's to write
+				default:
+					return Usage(fmt.Errorf("--client %s (a %s client) fetches nothing by hand", client, st.Client.Kind), "clients: "+strings.Join(peers.Clients(), ", "))
 				}
-				keyLog = "" // not $SSLKEYLOGFILE either: the aioquic client logs no keys
-			default:
-				return Usage(fmt.Errorf("--client %q: unknown client", client), "clients: builtin, chromium, firefox, aioquic")
+				peer, peerStack = impl, st
+			} else if spki != "" {
+				return Usage(errors.New("--spki only applies to a browser client that takes a certificate pin"), "the built-in client verifies the certificate with --ca (or not at all with --insecure)")
 			}
 			a, paths, err := fetchTargets(addr, args)
 			if err != nil {
@@ -160,8 +168,8 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 			}
 			var res *endpoint.FetchResult
 			var extra map[string]float64
-			if client == fetchClientAioquic {
-				res, extra, err = fetchAioquic(cmd.Context(), spec, caPEM)
+			if peerStack != nil {
+				res, extra, err = fetchWithProgram(cmd.Context(), peer, peerStack.ClientName(), spec, caPEM)
 			} else {
 				res, err = endpoint.Fetch(cmd.Context(), spec)
 			}
@@ -174,7 +182,7 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 			if jsonOut {
 				out := struct {
 					*endpoint.FetchResult
-					Client map[string]float64 `json:"client,omitempty"` // the aioquic client's configuration
+					Client map[string]float64 `json:"client,omitempty"` // a client program's configuration
 					Error  string             `json:"error,omitempty"`
 				}{FetchResult: res, Client: extra}
 				if err != nil {
@@ -192,11 +200,11 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&client, "client", fetchClientBuiltin, "who fetches: builtin (quicbench's own HTTP/QUIC client), chromium or firefox (a headless browser loads each URL as a page) or aioquic (aioquic's HTTP/3 client, --proto h3)")
-	f.StringVar(&spki, "spki", "", "chromium: base64 SHA-256 of the server certificate's SubjectPublicKeyInfo (as quicbench serve prints it; several joined by commas); default: read the certificate from the server, verified with --ca unless --insecure")
+	f.StringVar(&client, "client", model.ClientBuiltin, "who fetches: "+fetchClientsHelp())
+	f.StringVar(&spki, "spki", "", "a browser that takes a certificate pin: base64 SHA-256 of the server certificate's SubjectPublicKeyInfo (as quicbench serve prints it; several joined by commas); default: read the certificate from the server, verified with --ca unless --insecure")
 	f.StringVar(&spec.Proto, "proto", model.ProtoH2, "protocol: "+strings.Join(model.Protocols, ", "))
 	f.StringVar(&addr, "addr", "", "server HOST:PORT for path arguments")
-	f.StringVar(&spec.ServerName, "server-name", "", "name to verify the certificate against (default: the host; chromium: only when reading the certificate for the SPKI hash)")
+	f.StringVar(&spec.ServerName, "server-name", "", "name to verify the certificate against (default: the host; a browser with a pin: only when reading the certificate for the SPKI hash)")
 	f.IntVar(&spec.Parallel, "parallel", 1, "requests in flight at once (h2/h3/quic: streams of one connection)")
 	f.IntVar(&spec.Conns, "conns", endpoint.DefaultConns, "h1/h1c/tcp: at most this many parallel connections (browser-like)")
 	f.IntVar(&spec.Repeat, "repeat", 1, "request the list of resources this many times")
@@ -212,9 +220,9 @@ HTTP/3 fails; the per-resource protocol check then fails the command.`,
 	f.DurationVar(&spec.HandshakeTimeout, "handshake-timeout", endpoint.DefaultHandshakeTimeout, "limit for connection establishment")
 	f.DurationVar(&spec.FirstByteTimeout, "first-byte-timeout", endpoint.DefaultFirstByteTimeout, "limit from request sent to first response byte")
 	f.DurationVar(&spec.IdleTimeout, "idle-timeout", endpoint.DefaultIdleTimeout, "limit without progress while sending or receiving a body")
-	f.DurationVar(&spec.Timeout, "timeout", endpoint.DefaultTimeout, "limit for the whole fetch (chromium: for each page load, default "+browser.DefaultTimeout.String()+")")
-	f.StringVar(&spec.CongestionControl, "cc", "", "TCP congestion control of the client's sockets (default: $QUICBENCH_CC, set by testbed exec; else the system's)")
-	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; default: $SSLKEYLOGFILE; chromium: its --ssl-key-log-file)")
+	f.DurationVar(&spec.Timeout, "timeout", endpoint.DefaultTimeout, "limit for the whole fetch (a browser: for each page load, default "+browser.DefaultTimeout.String()+")")
+	f.StringVar(&spec.CongestionControl, "cc", "", "congestion control: the client's TCP sockets' (default: $QUICBENCH_CC, set by testbed exec; else the system's), and a client program's QUIC stack's where it can choose")
+	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format; default: $SSLKEYLOGFILE); also for a browser client that writes them")
 	f.StringVar(&spec.QlogDir, "qlog", "", "write a qlog file per QUIC connection into this directory")
 	f.BoolVar(&spec.NoQUICEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (QUIC PTO, congestion-event and congestion-state counts are then not measured: stored as -1, shown as missing)")
 	return cmd
@@ -325,17 +333,22 @@ func printFetch(w io.Writer, spec endpoint.FetchSpec, res *endpoint.FetchResult)
 	fmt.Fprintf(w, "; client CPU %v user + %v system\n", res.CPU.ClientUser.Round(time.Microsecond), res.CPU.ClientSys.Round(time.Microsecond))
 }
 
-// Clients of quicbench fetch.
-const (
-	fetchClientBuiltin  = "builtin"
-	fetchClientChromium = "chromium"
-	fetchClientFirefox  = "firefox"
-	fetchClientAioquic  = "aioquic"
-)
-
-// spkiDialTimeout bounds reading the server certificate for --client
-// chromium.
-const spkiDialTimeout = 10 * time.Second
+// fetchClientsHelp lists fetch's clients for its --client flag.
+func fetchClientsHelp() string {
+	parts := []string{model.ClientBuiltin + " (quicbench's own HTTP/QUIC client)"}
+	for _, st := range peers.All() {
+		if st.Client == nil || st.Name == peers.Own {
+			continue
+		}
+		switch st.Client.Kind {
+		case peers.KindBrowser:
+			parts = append(parts, st.ClientName()+" (a headless browser loads each URL as a page)")
+		case peers.KindFetch:
+			parts = append(parts, st.ClientName()+" (its client program, --proto "+strings.Join(st.Client.Protocols, "|")+")")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
 
 // builtinOnlyFetchFlags are the options of the built-in client that mean
 // nothing for a browser page load.
@@ -344,34 +357,42 @@ var builtinOnlyFetchFlags = []string{
 	"handshake-timeout", "first-byte-timeout", "idle-timeout", "cc", "qlog", "no-quic-events",
 }
 
-// chromiumFetch is what quicbench fetch --client chromium was asked.
-type chromiumFetch struct {
+// pageFetchArgs is what quicbench fetch --client BROWSER was asked.
+type pageFetchArgs struct {
 	proto, addr, caFile, serverName, spki, keyLog string
 	args                                          []string
 	insecure, jsonOut                             bool
 	timeout                                       time.Duration
 }
 
-// fetchChromium loads each page in a fresh headless Chromium and prints
-// what it measured.
-func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
-	const hint = "see quicbench fetch --help (--client chromium)"
-	switch o.proto {
-	case model.ProtoH1, model.ProtoH1C, model.ProtoH2, model.ProtoH3:
-	default:
-		return Usage(fmt.Errorf("--client chromium --proto %s: a browser loads pages over h1, h1c, h2 or h3, not raw %s streams", o.proto, o.proto),
+// pageFlags are the fetch flags a browser client may take
+// (workload.ClientImpl.FetchFlags).
+var pageFlags = []string{"spki", "server-name", "keylog"}
+
+// fetchPages loads each page once, cold, in a fresh headless browser of
+// client st and prints what it measured.
+func fetchPages(cmd *cobra.Command, env *Env, st *peers.Stack, impl workload.ClientImpl, o pageFetchArgs) error {
+	client := st.ClientName()
+	hint := "see quicbench fetch --help (--client " + client + ")"
+	if !slices.Contains(st.Client.Protocols, o.proto) && o.proto != model.ProtoH1C {
+		return Usage(fmt.Errorf("--client %s --proto %s: a browser loads pages over h1, h1c, h2 or h3, not raw %s streams", client, o.proto, o.proto),
 			"use the built-in client (--client builtin) for tcp and quic")
 	}
 	for _, name := range builtinOnlyFetchFlags {
 		if cmd.Flags().Changed(name) {
-			return Usage(fmt.Errorf("--%s does not apply to --client chromium: the browser loads each page once, cold, as it would", name), hint)
+			return Usage(fmt.Errorf("--%s does not apply to --client %s: the browser loads each page once, cold, as it would", name, client), hint)
 		}
+	}
+	for _, name := range pageFlags {
+		if cmd.Flags().Changed(name) && !slices.Contains(impl.FetchFlags, name) {
+			return Usage(fmt.Errorf("--%s does not apply to --client %s", name, client), hint+": it trusts --ca, or any certificate with --insecure")
+		}
+	}
+	if !slices.Contains(impl.FetchFlags, "keylog") {
+		o.keyLog = "" // not $SSLKEYLOGFILE either
 	}
 	if o.caFile != "" && o.insecure {
 		return Usage(errors.New("--ca and --insecure exclude each other"), "give the server's CA, or skip verification")
-	}
-	if o.spki != "" && (o.caFile != "" || o.insecure) {
-		return Usage(errors.New("--spki excludes --ca and --insecure: with --spki the certificate is not read from the server"), hint)
 	}
 	if err := checkSPKIList(o.spki); err != nil {
 		return Usage(fmt.Errorf("--spki: %w", err), "the base64 SHA-256 of the certificate's SubjectPublicKeyInfo, as quicbench serve prints it")
@@ -380,7 +401,7 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 	if err != nil {
 		return err
 	}
-	opts := browser.Options{Protocol: o.proto, SPKIHash: o.spki, DisableCache: true, Timeout: timeout}
+	pf := workload.PageFetch{Proto: o.proto, Addr: addr, ServerName: o.serverName, Insecure: o.insecure, SPKI: o.spki, Timeout: timeout}
 	if o.keyLog != "" {
 		abs, err := filepath.Abs(o.keyLog)
 		if err == nil {
@@ -392,42 +413,20 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		if err != nil {
 			return Usage(fmt.Errorf("--keylog: %w", err), "a writable file path")
 		}
-		opts.ExtraArgs = append(opts.ExtraArgs, "--ssl-key-log-file="+abs)
+		pf.KeyLog = abs
 	}
-	var roots *x509.CertPool
 	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
-		if err != nil {
+		if pf.CAPEM, err = os.ReadFile(o.caFile); err != nil {
 			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
 		}
-		if roots, err = certs.PoolFromPEM(pem); err != nil {
-			return Usage(fmt.Errorf("--ca %s: %w", o.caFile, err), "the CA file written by quicbench serve --ca-out")
-		}
 	}
-
-	ctx := cmd.Context()
-	if opts.SPKIHash == "" && o.proto != model.ProtoH1C {
-		serverName := o.serverName
-		if serverName == "" {
-			serverName, _, _ = net.SplitHostPort(addr)
-		}
-		conf := &tls.Config{RootCAs: roots, ServerName: serverName, InsecureSkipVerify: o.insecure} //nolint:gosec // explicit user choice (--insecure)
-		if opts.SPKIHash, err = serverSPKI(ctx, addr, o.proto, conf); err != nil {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("reading the server certificate for Chromium's SPKI pin: %w", err),
-				Hint: "give --ca FILE (quicbench serve --ca-out), --insecure, or --spki HASH (printed by quicbench serve)"}
-		}
-	}
-
-	return loadPages(ctx, env, fetchClientChromium, o, scheme+"://"+addr, paths,
-		func(ctx context.Context, url string) (*browser.Result, error) {
-			opts.URL = url
-			return browser.Load(ctx, opts)
-		},
+	return loadPages(cmd.Context(), env, client, o, scheme+"://"+addr, paths,
+		func(ctx context.Context, url string) (*browser.Result, error) { return impl.FetchPage(ctx, pf, url) },
 		func(res *browser.Result, err error) error {
-			if errors.Is(err, browser.ErrNoBrowser) {
-				return &ExitError{Code: ExitEnv, Err: err, Hint: "install Chromium (e.g. apt-get install chromium)"}
+			if errors.Is(err, peers.ErrNotInstalled) {
+				return &ExitError{Code: ExitEnv, Err: err, Hint: "install it: " + st.Install}
 			}
-			var oe *browser.OptionError
+			var oe *workload.OptionError
 			if res == nil && errors.As(err, &oe) {
 				return Usage(err, hint)
 			}
@@ -435,56 +434,27 @@ func fetchChromium(cmd *cobra.Command, env *Env, o chromiumFetch) error {
 		})
 }
 
-// fetchFirefox loads each page in a fresh headless Firefox and prints what
-// it measured, as fetchChromium does.
-func fetchFirefox(cmd *cobra.Command, env *Env, o chromiumFetch) error {
-	const hint = "see quicbench fetch --help (--client firefox)"
-	switch o.proto {
-	case model.ProtoH1, model.ProtoH1C, model.ProtoH2, model.ProtoH3:
-	default:
-		return Usage(fmt.Errorf("--client firefox --proto %s: a browser loads pages over h1, h1c, h2 or h3, not raw %s streams", o.proto, o.proto),
-			"use the built-in client (--client builtin) for tcp and quic")
-	}
-	for _, name := range append(slices.Clone(builtinOnlyFetchFlags), "spki", "server-name", "keylog") {
-		if cmd.Flags().Changed(name) {
-			return Usage(fmt.Errorf("--%s does not apply to --client firefox", name), hint+": Firefox trusts --ca in its profile, or any certificate with --insecure")
-		}
-	}
-	if o.caFile != "" && o.insecure {
-		return Usage(errors.New("--ca and --insecure exclude each other"), "give the server's CA, or skip verification")
-	}
-	addr, scheme, paths, timeout, err := pageTargets(cmd, o, hint)
+// fetchWithProgram runs spec with a client program (a fetch client of the
+// registry), verifying the server with the CA caPEM.
+func fetchWithProgram(ctx context.Context, impl workload.ClientImpl, client string, spec endpoint.FetchSpec, caPEM []byte) (*endpoint.FetchResult, map[string]float64, error) {
+	host, port, err := net.SplitHostPort(spec.Addr)
 	if err != nil {
-		return err
+		return nil, nil, fmt.Errorf("server address %q: %w", spec.Addr, err)
 	}
-	opts := firefox.Options{Protocol: o.proto, AcceptInsecureCerts: o.insecure, DisableCache: true, Timeout: timeout}
-	if o.caFile != "" {
-		if opts.CAPEM, err = os.ReadFile(o.caFile); err != nil {
-			return Usage(fmt.Errorf("--ca: %w", err), "the CA file written by quicbench serve --ca-out")
-		}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return nil, nil, fmt.Errorf("server address %q: bad port", spec.Addr)
 	}
-	return loadPages(cmd.Context(), env, fetchClientFirefox, o, scheme+"://"+addr, paths,
-		func(ctx context.Context, url string) (*browser.Result, error) {
-			opts.URL = url
-			return firefox.Load(ctx, opts)
-		},
-		func(res *browser.Result, err error) error {
-			if errors.Is(err, firefox.ErrNoFirefox) || errors.Is(err, firefox.ErrNoCertutil) {
-				return &ExitError{Code: ExitEnv, Err: err, Hint: "install Firefox and NSS's certutil (apt-get install firefox-esr libnss3-tools)"}
-			}
-			var oe *firefox.OptionError
-			if res == nil && errors.As(err, &oe) {
-				return Usage(err, hint)
-			}
-			return nil
-		})
+	req := workload.Request{Protocol: spec.Proto, Client: client, CC: spec.CongestionControl,
+		Target: workload.Target{Host: host, Port: p, CAPEM: string(caPEM)}}
+	return impl.Fetch(ctx, req, spec)
 }
 
 // pageTargets resolves what a browser client of fetch loads: the server's
 // host:port, the URL scheme the protocol takes (http for h1c, else https),
 // the paths, and --timeout when it is given (0: the browser's default).
 // Errors are usage errors; hint names the client's help.
-func pageTargets(cmd *cobra.Command, o chromiumFetch, hint string) (addr, scheme string, paths []string, timeout time.Duration, err error) {
+func pageTargets(cmd *cobra.Command, o pageFetchArgs, hint string) (addr, scheme string, paths []string, timeout time.Duration, err error) {
 	addr, paths, err = fetchTargets(o.addr, o.args)
 	if err != nil {
 		return "", "", nil, 0, Usage(err, "give URLs on one server, or paths with --addr HOST:PORT")
@@ -506,7 +476,7 @@ func pageTargets(cmd *cobra.Command, o chromiumFetch, hint string) (addr, scheme
 // client's) and prints each result, as text or JSON; fatal says when a
 // load's error ends the command at once (no browser, bad options). A
 // page with an error status is an error, like the built-in client's.
-func loadPages(ctx context.Context, env *Env, client string, o chromiumFetch, origin string, paths []string,
+func loadPages(ctx context.Context, env *Env, client string, o pageFetchArgs, origin string, paths []string,
 	load func(ctx context.Context, url string) (*browser.Result, error), fatal func(*browser.Result, error) error) error {
 	var errs []error
 	enc := json.NewEncoder(env.Stdout)
@@ -569,36 +539,6 @@ func checkSPKIList(list string) error {
 		}
 	}
 	return nil
-}
-
-// serverSPKI reads the server's leaf certificate with one TLS handshake
-// (over QUIC for h3, the listener Chromium will use; TLS over TCP
-// otherwise) and returns its SPKI hash for Chromium's pin list.
-func serverSPKI(ctx context.Context, addr, proto string, conf *tls.Config) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, spkiDialTimeout)
-	defer cancel()
-	var certs []*x509.Certificate
-	if proto == model.ProtoH3 {
-		conf.NextProtos = []string{h3.ALPN}
-		c, err := h3.PeerCertificates(ctx, addr, conf)
-		if err != nil {
-			return "", fmt.Errorf("QUIC handshake with %s: %w", addr, err)
-		}
-		certs = c
-	} else {
-		conf.NextProtos = []string{"h2", "http/1.1"}
-		d := tls.Dialer{Config: conf}
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return "", fmt.Errorf("TLS handshake with %s: %w", addr, err)
-		}
-		certs = c.(*tls.Conn).ConnectionState().PeerCertificates
-		_ = c.Close()
-	}
-	if len(certs) == 0 {
-		return "", fmt.Errorf("%s sent no certificate", addr)
-	}
-	return browser.SPKIHash(certs[0]), nil
 }
 
 // printBrowserLoad prints one page load of --client chromium or firefox

@@ -87,18 +87,18 @@ func TestFetchChromiumCLIMismatchFails(t *testing.T) {
 func TestFetchChromiumCLIUsageErrors(t *testing.T) {
 	const u = "https://127.0.0.1:1/page/1/1KB"
 	cases := map[string][]string{
-		"not raw quic streams":     {"fetch", "--client", "chromium", "--proto", "quic", "--insecure", u},
-		"not raw tcp streams":      {"fetch", "--client", "chromium", "--proto", "tcp", "--insecure", u},
-		"--upload does not apply":  {"fetch", "--client", "chromium", "--upload", "1MB", "--insecure", u},
-		"--0rtt does not apply":    {"fetch", "--client", "chromium", "--proto", "h3", "--0rtt", "--insecure", u},
-		"--parallel does not":      {"fetch", "--client", "chromium", "--parallel", "4", "--insecure", u},
-		"--warm does not apply":    {"fetch", "--client", "chromium", "--warm", "--insecure", u},
-		"unknown client":           {"fetch", "--client", "netscape", u},
-		"only applies to --client": {"fetch", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", u},
-		"not a base64 SHA-256":     {"fetch", "--client", "chromium", "--spki", "abc", u},
-		"--spki excludes":          {"fetch", "--client", "chromium", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", "--insecure", u},
-		"exclude each other":       {"fetch", "--client", "chromium", "--ca", "x.pem", "--insecure", u},
-		"needs --addr":             {"fetch", "--client", "chromium", "/page/1/1KB"},
+		"not raw quic streams":             {"fetch", "--client", "chromium", "--proto", "quic", "--insecure", u},
+		"not raw tcp streams":              {"fetch", "--client", "chromium", "--proto", "tcp", "--insecure", u},
+		"--upload does not apply":          {"fetch", "--client", "chromium", "--upload", "1MB", "--insecure", u},
+		"--0rtt does not apply":            {"fetch", "--client", "chromium", "--proto", "h3", "--0rtt", "--insecure", u},
+		"--parallel does not":              {"fetch", "--client", "chromium", "--parallel", "4", "--insecure", u},
+		"--warm does not apply":            {"fetch", "--client", "chromium", "--warm", "--insecure", u},
+		"unknown client":                   {"fetch", "--client", "netscape", u},
+		"only applies to a browser client": {"fetch", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", u},
+		"not a base64 SHA-256":             {"fetch", "--client", "chromium", "--spki", "abc", u},
+		"--spki excludes":                  {"fetch", "--client", "chromium", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", "--insecure", u},
+		"exclude each other":               {"fetch", "--client", "chromium", "--ca", "x.pem", "--insecure", u},
+		"needs --addr":                     {"fetch", "--client", "chromium", "/page/1/1KB"},
 	}
 	for want, args := range cases {
 		code, _, errs := runEndpointCLI(t, strings.NewReader(""), args...)

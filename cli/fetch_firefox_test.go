@@ -70,7 +70,6 @@ func TestFetchFirefoxCLIUsageErrors(t *testing.T) {
 	cases := map[string][]string{
 		"not raw quic streams":                      {"fetch", "--client", "firefox", "--proto", "quic", "--insecure", u},
 		"--spki does not apply to --client firefox": {"fetch", "--client", "firefox", "--spki", "M2QEPkFMcriEn0Rfhgob6UMArUmXYkH4i9WxddB/cAM=", u},
-		"--keylog does not apply":                   {"fetch", "--client", "firefox", "--keylog", "k.log", "--insecure", u},
 		"--warm does not apply":                     {"fetch", "--client", "firefox", "--warm", "--insecure", u},
 		"exclude each other":                        {"fetch", "--client", "firefox", "--ca", "x.pem", "--insecure", u},
 		"--ca: open":                                {"fetch", "--client", "firefox", "--ca", "/nonexistent/ca.pem", u},
@@ -90,15 +89,15 @@ func TestFetchFirefoxCLIUsageErrors(t *testing.T) {
 func TestFirefoxLoaderConnection(t *testing.T) {
 	requireFirefoxCLI(t)
 	profiles, target := browserTestbed(t)
-	b := newAgentBrowsers()
-	ex := &workload.Executor{Firefox: b.firefoxLoader()}
+	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	defer closeClients(ex.Clients) // on every path (a no-op once closed)
 	for _, c := range []struct {
 		proto, conn string
 		reused      float64
 	}{{model.ProtoH3, plan.ConnWarm, 1}, {model.ProtoH2, plan.ConnCold, 0}} {
 		start := time.Now()
 		res := ex.Execute(context.Background(), workload.Request{
-			Test: plan.TestPage, Protocol: c.proto, Client: model.ClientFirefox, Target: target,
+			Test: plan.TestPage, Protocol: c.proto, Client: "firefox", Target: target,
 			Params:  testParams(plan.TestPage, map[string]string{"objects": "4", "size": "2KB", "connection": c.conn}),
 			Timeout: 20 * time.Second,
 		})
@@ -121,13 +120,13 @@ func TestFirefoxLoaderConnection(t *testing.T) {
 			t.Errorf("%s %s: prep %v, wall %v, sample %v, CPU %+v", c.proto, c.conn, res.Prep, res.Wall, took, res.CPU)
 		}
 	}
-	closeBrowsers(t, b)
+	closeClients(ex.Clients)
 	if left, _ := filepath.Glob(filepath.Join(profiles, "qb-firefox-*")); len(left) > 0 {
 		t.Errorf("profiles left behind: %v", left)
 	}
 	// Without a Firefox loader the sample fails and names the client.
 	res := (&workload.Executor{}).Execute(context.Background(), workload.Request{
-		Test: plan.TestPage, Protocol: model.ProtoH2, Client: model.ClientFirefox, Target: target,
+		Test: plan.TestPage, Protocol: model.ProtoH2, Client: "firefox", Target: target,
 		Params: testParams(plan.TestPage, nil),
 	})
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, "client firefox: not available") {

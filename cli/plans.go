@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -144,7 +145,8 @@ leaves out on purpose (for example a raw transport listed for a page test),
 and the estimated duration of a run taking one sample at a time and of one
 with parallel testbeds: the plan's parallel field, or --parallel N (default
 16, the most the reference machine runs). A built-in plan's name is accepted
-in place of a file.`,
+in place of a file. It lists the commands of the stacks a plan declares
+(stacks:), which a run executes only with --allow-commands.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkParallel(*parallel); err != nil {
@@ -169,6 +171,9 @@ in place of a file.`,
 				}
 				for _, n := range p.Notes() {
 					fmt.Fprintf(env.Stdout, "  note: %s\n", n)
+				}
+				for _, c := range peers.Commands(p.Stacks()) {
+					fmt.Fprintf(env.Stdout, "  runs command (as root, only with run --allow-commands): %s\n", c)
 				}
 				if cells {
 					all, err := p.Expand()

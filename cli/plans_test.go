@@ -35,8 +35,8 @@ func TestPlansList(t *testing.T) {
 	if f := strings.Fields(lines[0]); strings.Join(f, " ") != "NAME CELLS SAMPLES QUICK ESTIMATE PARALLEL DESCRIPTION" {
 		t.Errorf("header %q", lines[0])
 	}
-	// quick: 36 cells, 420 samples, quick variant 72, estimated in minutes
-	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "36" || f[2] != "420" || f[3] != "72" || !regexp.MustCompile(`^[12]m[0-9]+s$`).MatchString(f[4]) {
+	// quick: 33 cells, 423 samples, quick variant 66, estimated in minutes
+	if f := strings.Fields(lines[1]); f[0] != "quick" || f[1] != "33" || f[2] != "423" || f[3] != "66" || !regexp.MustCompile(`^[12]m[0-9]+s$`).MatchString(f[4]) {
 		t.Errorf("quick row %q", lines[1])
 	}
 	for i, name := range plan.BuiltinNames() {
@@ -158,7 +158,7 @@ func TestPlansValidate(t *testing.T) {
 		!strings.Contains(errs, "quicbench: invalid plan: "+bad) {
 		t.Errorf("stderr %q", errs)
 	}
-	if !strings.Contains(out, good+": ok") || !strings.Contains(out, `quick: ok: plan "quick", 2 scenarios, 36 cells, 420 samples`) {
+	if !strings.Contains(out, good+": ok") || !strings.Contains(out, `quick: ok: plan "quick", 2 scenarios, 33 cells, 423 samples`) {
 		t.Errorf("stdout %q", out)
 	}
 	code, _, errs = runCLI(t, "plans", "validate", filepath.Join(dir, "missing.yaml"))

@@ -29,6 +29,7 @@ type reportFlags struct {
 	resamples   int
 	seed        uint64
 	correction  string
+	minEffect   string // --min-effect as given; "" when not
 }
 
 // outputAliases are earlier spellings of -o/--output (run's --out), still
@@ -58,6 +59,7 @@ func (f *reportFlags) register(cmd *cobra.Command, outHelp string) {
 	fl.IntVar(&f.resamples, "resamples", 2000, "bootstrap resamples for the intervals of medians")
 	fl.Uint64Var(&f.seed, "seed", 0, "bootstrap seed (0: the run's seed)")
 	fl.StringVar(&f.correction, "correction", stats.ScopeFamily, "scope of Holm's correction: family (one test and metric) or run (every comparison)")
+	fl.StringVar(&f.minEffect, "min-effect", "", minEffectHelp)
 }
 
 func (f *reportFlags) options() (report.Options, error) {
@@ -72,6 +74,11 @@ func (f *reportFlags) options() (report.Options, error) {
 		return report.Options{}, Usage(fmt.Errorf("--correction %q: must be family or run", f.correction), "family corrects within one test and metric; run over every comparison")
 	case f.resamples < 100:
 		return report.Options{}, Usage(fmt.Errorf("--resamples %d: too few for a 95%% interval", f.resamples), "use at least 1000; the default is 2000")
+	}
+	if f.minEffect != "" {
+		if _, err := parseMinEffect(f.minEffect); err != nil {
+			return report.Options{}, err
+		}
 	}
 	return report.Options{
 		MaxGroupCharts: f.maxCharts, MaxHeatmaps: f.maxHeatmaps,
@@ -123,6 +130,9 @@ the terminal summary instead.`,
 					"sample IDs are in the samples table (quicbench export)")
 			}
 			opts.Source, opts.RunWarnings, opts.Browser = path, notes.Warnings, notes.Browser
+			if opts.Stats.MinEffect, err = minEffectFor(f.minEffect, ds.Run.PlanText); err != nil {
+				return err
+			}
 			if f.text {
 				if err := report.Text(env.Stdout, ds, opts); err != nil {
 					return err

@@ -83,7 +83,7 @@ func TestReportCommandHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"<svg ", "QUIC faster", "machine has only 2 CPUs", "name: quick",
-		"<tr><th>Chromium</th><td>Chrome/156.0.8078.79</td></tr>"} {
+		"<tr><th>browsers</th><td>Chrome/156.0.8078.79</td></tr>"} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("report lacks %q", s)
 		}
@@ -97,8 +97,8 @@ func TestReportCommandTextAndStdout(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	// the latest run (2) has no difference
-	if !strings.Contains(out, "run 2") || !strings.Contains(out, "no significant difference") || strings.Contains(out, "<html") {
+	// the latest run (2) has no difference: negligible within the default ±5%
+	if !strings.Contains(out, "run 2") || !strings.Contains(out, "negligible (within ±5%)") || strings.Contains(out, "<html") {
 		t.Errorf("text summary:\n%s", out)
 	}
 	if _, err := os.Stat(strings.TrimSuffix(path, ".db") + ".html"); !os.IsNotExist(err) {
@@ -143,7 +143,7 @@ func TestCompareCommand(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, s := range []string{"A: run 1", "B: run 2", "A faster", "QUIC faster", "no significant difference", "yes",
+	for _, s := range []string{"A: run 1", "B: run 2", "A faster", "QUIC faster", "negligible (within ±5%)", "yes",
 		", browser Chrome/156.0.8078.79\n", "A: warning about the whole run: machine has only 2 CPUs\n",
 		"B: warning about the whole run: machine has only 2 CPUs\n"} {
 		if !strings.Contains(out, s) {
@@ -160,7 +160,7 @@ func TestCompareCommand(t *testing.T) {
 		t.Errorf("compare.html: %v, %d bytes", err, len(html))
 	}
 	for _, s := range []string{
-		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>–</td></tr>`,
+		`<tr class="differs"><th>browsers</th><td>Chrome/156.0.8078.79</td><td>–</td></tr>`,
 		`<tr><th>warnings about the whole run</th><td>machine has only 2 CPUs</td><td>machine has only 2 CPUs</td></tr>`,
 		`<th>per-sample overhead, built-in client (p50 / p95 / max)</th>`,
 	} {

@@ -51,7 +51,7 @@ func TestRunReportsLikeReportCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"machine has only 2 CPUs", "<th>Chromium</th><td>Chrome/156.0.8078.79</td>"} {
+	for _, s := range []string{"machine has only 2 CPUs", "<th>browsers</th><td>Chrome/156.0.8078.79</td>"} {
 		if !bytes.Contains(html, []byte(s)) {
 			t.Errorf("HTML report lacks %q", s)
 		}
@@ -97,11 +97,11 @@ func TestRunSummaryOverheadParts(t *testing.T) {
 	sum := &runner.Summary{RunID: 3, Planned: 6, Taken: 6, Complete: true, Overheads: stats.Overheads([]stats.OverheadSample{
 		{Client: model.ClientBuiltin, Overhead: 30 * ms, Drain: 26 * ms},
 		{Client: model.ClientBuiltin, Overhead: 150 * ms, Drain: 25 * ms, Prep: 120 * ms},
-		{Client: model.ClientChromium, Overhead: 900 * ms, Prep: 600 * ms},
+		{Client: "chromium", Overhead: 900 * ms, Prep: 600 * ms},
 		{Client: "other", Overhead: 7 * ms},
 	})}
 	env, _, errb := bufEnv()
-	printRunSummary(env, "r.db", sum)
+	printRunSummary(env, "r.db", sum, true)
 	want := `per-sample overhead outside the measured part, builtin (p50 / p95 / max): 30ms / 150ms / 150ms over 2 samples
   of which waiting for connections to close across the link: 25ms / 26ms / 26ms over 2 samples
   of which the test's unmeasured preparation (connecting, priming): 0s / 120ms / 120ms over 2 samples

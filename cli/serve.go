@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -38,6 +39,7 @@ func newServeCommand(env *Env) *cobra.Command {
 		port, plainPort                                                     int
 		names, sites, protocols, paths                                      []string
 		control, noEvents                                                   bool
+		contractDecl                                                        string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -59,18 +61,44 @@ certificate) once it listens, then answers JSON requests on stdin, one per
 line ({"id":N,"op":OP,"body":...}, OP one of ` + serverOps() + `).
 It exits at the end of stdin. This is how quicbench run drives it.
 
---impl runs another server implementation instead, as a child process this
-one controls (same control channel, docs/peers.md): aioquic (HTTP/3 only,
-from peers/aioquic/.venv) or caddy (HTTP/1.1, HTTP/2 and HTTP/3, static
-files: give the /bytes/N and /page/N/S paths it must have with --path).`,
+--impl NAME runs another server of the registry of stacks instead, as a
+child process this one controls (same control channel, docs/peers.md); a
+server of files needs the /bytes/N and /page/N/S paths it must have with
+--path. The servers:
+` + peerServersHelp(),
 		Example: `  quicbench serve --host 127.0.0.1 --ca-out ca.pem
   quicbench serve --port 4433 --site demo=./site --files ./media --keylog keys.log --qlog qlogs/
   quicbench fetch --proto h3 --ca ca.pem https://127.0.0.1:4433/bytes/10MB
-  quicbench serve --impl aioquic --host 127.0.0.1 --ca-out ca.pem
-  quicbench serve --impl caddy --host 127.0.0.1 --ca-out ca.pem --path /bytes/10000000 --path /page/10/100KB --site demo=./site`,
+  quicbench serve --impl NAME --host 127.0.0.1 --ca-out ca.pem --path /bytes/10000000 --path /page/10/100KB --site demo=./site`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cc = ccFlag(env, cmd, cc)
+			if contractDecl != "" {
+				// the runner's contract stack: declared here too
+				var d peers.ContractDecl
+				if err := json.Unmarshal([]byte(contractDecl), &d); err != nil {
+					return Usage(fmt.Errorf("--contract: %v", err), "quicbench run passes a contract stack's declaration as JSON")
+				}
+				st, err := peers.Contract(d, "/", "serve --contract")
+				if err == nil {
+					err = peers.Declare(st)
+				}
+				if err != nil {
+					return Usage(err, "quicbench run passes a contract stack's declaration as JSON")
+				}
+				impl = st.Name
+			}
+			if keyLog == "" && !control && env.Getenv != nil {
+				// As curl and browsers do. Not for a server the runner
+				// drives (--control): the run decides what its servers log.
+				if st, ok := peers.ServerStack(impl); ok && !st.KeyLog {
+					if v := env.Getenv("SSLKEYLOGFILE"); v != "" {
+						fmt.Fprintf(env.Stderr, "serve: SSLKEYLOGFILE ignored: %s writes no TLS key log\n", impl)
+					}
+				} else {
+					keyLog = env.Getenv("SSLKEYLOGFILE")
+				}
+			}
 			cfg := endpoint.ServerConfig{
 				Host: host, Port: port, PlainPort: plainPort, Names: names,
 				FilesDir: filesDir, QlogDir: qlogDir, CongestionControl: cc, NoQUICEvents: noEvents,
@@ -118,14 +146,14 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 				}
 				cfg.Certificate = &cert
 			}
-			if connLog != "" && impl != peers.Quicbench {
+			if connLog != "" && impl != peers.Own {
 				return Usage(fmt.Errorf("--conn-log is for quicbench's own server, not --impl %s", impl), "omit --conn-log")
 			}
-			if impl != peers.Quicbench {
+			if impl != peers.Own {
 				return servePeer(cmd.Context(), env, cfg, peerFlags{impl: impl, paths: paths, keyLog: keyLog, caOut: caOut, control: control, plainPortSet: cmd.Flags().Changed("plain-port")})
 			}
 			if len(paths) > 0 {
-				return Usage(fmt.Errorf("--path is for --impl caddy"), "quicbench's own server generates every path")
+				return Usage(fmt.Errorf("--path is for a server of files (--impl NAME)"), "quicbench's own server generates every path")
 			}
 			if keyLog != "" {
 				f, err := openKeyLog(keyLog)
@@ -174,16 +202,17 @@ files: give the /bytes/N and /page/N/S paths it must have with --path).`,
 	f.StringVar(&keyFile, "key", "", "private key PEM file for --cert")
 	f.StringSliceVar(&names, "name", nil, "extra IP address or DNS name for the generated certificate (repeatable)")
 	f.StringVar(&caOut, "ca-out", "", "write the generated CA certificate (PEM) to this file, for clients' --ca")
-	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format, for Wireshark)")
+	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format, for Wireshark; default: $SSLKEYLOGFILE, except with --control)")
 	f.StringVar(&qlogDir, "qlog", "", "write one qlog file per QUIC connection into this directory (for qvis)")
 	f.StringVar(&connLog, "conn-log", "", "append a JSON line per TLS connection opened (after its handshake: ALPN, resumed, 0-RTT) and closed, over TCP and QUIC")
 	f.StringArrayVar(&sites, "site", nil, "serve directory DIR as /site/NAME/ (NAME=DIR, repeatable)")
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")
-	f.StringVar(&cc, "cc", "", "TCP congestion control of the server's sockets: cubic, bbr, reno (default: $QUICBENCH_CC, set by testbed exec; else the system's)")
+	f.StringVar(&cc, "cc", "", "congestion control: the server's TCP sockets' (cubic, bbr, reno; default: $QUICBENCH_CC, set by testbed exec; else the system's), and its QUIC stack's where it can choose (docs/peers.md)")
 	f.BoolVar(&noEvents, "no-quic-events", false, "turn quic-go's per-packet event tracing off (saves CPU; QUIC PTO, congestion-event and congestion-state counts are then not measured: -1, shown as missing)")
-	f.StringVar(&impl, "impl", peers.Quicbench, "server implementation: "+strings.Join(peers.Impls, ", ")+" (docs/peers.md)")
-	f.StringArrayVar(&paths, "path", nil, "with --impl caddy: a URL path to write to disk before Caddy starts, /bytes/N or /page/N/S (repeatable)")
+	f.StringVar(&impl, "impl", peers.Own, "server implementation: "+strings.Join(peers.Servers(), ", ")+" (docs/peers.md)")
+	f.StringArrayVar(&paths, "path", nil, "with --impl of a server of files: a URL path to write to disk before it starts, /bytes/N or /page/N/S (repeatable)")
+	f.StringVar(&contractDecl, "contract", "", "run a contract stack's server: its declaration as JSON (name, absolute command, roles, protocols), as quicbench run passes it (docs/plan-format.md, \"Stacks of your own\")")
 	f.BoolVar(&control, "control", false, "print a JSON ready line and answer JSON commands on stdin (used by quicbench run)")
 	return cmd
 }
@@ -226,8 +255,13 @@ func printServerInfo(w io.Writer, srv *endpoint.Server, caOut string) {
 	if origin == "" {
 		origin = "HOST"
 	}
-	fmt.Fprintf(w, "  Chromium: --ignore-certificate-errors-spki-list=%s --origin-to-force-quic-on=%s\n",
-		info.SPKI, net.JoinHostPort(origin, strconv.Itoa(info.Port)))
+	for _, st := range peers.All() {
+		if st.Client == nil || st.Client.ServeHint == "" {
+			continue
+		}
+		hint := strings.NewReplacer("{SPKI}", info.SPKI, "{ORIGIN}", net.JoinHostPort(origin, strconv.Itoa(info.Port))).Replace(st.Client.ServeHint)
+		fmt.Fprintf(w, "  %s: %s\n", st.LabelFor(""), hint)
+	}
 }
 
 // openKeyLog opens path, the --keylog file, to append TLS secrets to,
@@ -249,14 +283,27 @@ type peerFlags struct {
 	control, plainPortSet bool
 }
 
-// servePeer runs `quicbench serve --impl aioquic|caddy`: the peer as a
-// child process, controlled like quicbench's own server.
-func servePeer(ctx context.Context, env *Env, cfg endpoint.ServerConfig, pf peerFlags) error {
-	if !slices.Contains(peers.Impls, pf.impl) {
-		return Usage(fmt.Errorf("--impl %q: unknown server implementation", pf.impl), "implementations: "+strings.Join(peers.Impls, ", "))
+// peerServersHelp lists the registry's servers for serve's help.
+func peerServersHelp() string {
+	var b strings.Builder
+	for _, st := range peers.All() {
+		if st.Server == nil || st.Name == peers.Own {
+			continue
+		}
+		fmt.Fprintf(&b, "  %-12s %s (%s)\n", st.Name, st.About, strings.Join(st.Server.Protocols, ", "))
 	}
-	if len(pf.paths) > 0 && pf.impl != peers.Caddy {
-		return Usage(fmt.Errorf("--path is for --impl caddy"), pf.impl+" generates every path itself")
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// servePeer runs `quicbench serve --impl NAME`: the peer server as a child
+// process, controlled like quicbench's own server.
+func servePeer(ctx context.Context, env *Env, cfg endpoint.ServerConfig, pf peerFlags) error {
+	st, ok := peers.ServerStack(pf.impl)
+	if !ok {
+		return Usage(fmt.Errorf("--impl %q: unknown server implementation", pf.impl), "implementations: "+strings.Join(peers.Servers(), ", "))
+	}
+	if len(pf.paths) > 0 && st.Server.Launch != peers.LaunchFiles && st.Server.Launch != peers.LaunchCommand {
+		return Usage(fmt.Errorf("--path is for a server of files, not %s", pf.impl), pf.impl+" generates every path itself")
 	}
 	if cfg.FilesDir != "" {
 		return Usage(fmt.Errorf("--files is not served by --impl %s", pf.impl), "serve the directory as a site: --site NAME=DIR")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // Bad --shard values are usage errors (exit 2) that name the value, before
@@ -25,9 +27,7 @@ func TestRunRejectsBadShard(t *testing.T) {
 
 // A plan with a precision target cannot be sharded.
 func TestRunRejectsAdaptiveShard(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("quicbench run checks for root first")
-	}
+	testsupport.RequireRoot(t, "quicbench run checks for root first")
 	db := filepath.Join(t.TempDir(), "x.db")
 	code, _, stderr := runCLI(t, "run", "--plan", "quick", "--shard", "1/4", "--precision", "5%", "-o", db)
 	if code != ExitUsage || !strings.Contains(stderr, "precision") {

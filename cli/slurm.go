@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/quicbench/quicbench/cluster"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -116,6 +117,11 @@ func loadShardedPlan(env *Env, planArg string, shards int) (*plan.Plan, error) {
 	p, err := loadPlan(planArg)
 	if err != nil {
 		return nil, err
+	}
+	if cmds := peers.Commands(p.Stacks()); len(cmds) > 0 {
+		// a cluster job runs what it is handed, unattended, as root
+		return nil, Usage(fmt.Errorf("plan %s declares stacks whose commands a run would execute (%s): cluster jobs never run commands", p.Name, strings.Join(cmds, "; ")),
+			"run such a plan on a machine of your own with quicbench run --allow-commands")
 	}
 	return p, checkShards(env, p, shards)
 }

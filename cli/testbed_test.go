@@ -18,6 +18,7 @@ import (
 
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 )
 
 func requireRootCLI(t *testing.T) {
@@ -233,9 +234,19 @@ func TestDoctorCommand(t *testing.T) {
 	for _, c := range r.Checks {
 		names[c.Name] = c.Status
 	}
-	for _, want := range []string{"/dev/net/tun", "nsenter", "testbed", "rootless mode", "chromium", "congestion control cubic"} {
-		if names[want] == "" {
-			t.Errorf("doctor has no %q check: %v", want, names)
+	want := []string{"/dev/net/tun", "nsenter", "testbed", "rootless mode", "congestion control cubic"}
+	// every stack of the registry but quicbench's own, each role
+	for _, st := range peers.All() {
+		if st.Server != nil && st.Name != peers.Own {
+			want = append(want, st.Name+" server")
+		}
+		if st.Client != nil && st.Name != peers.Own {
+			want = append(want, st.ClientName()+" client")
+		}
+	}
+	for _, w := range want {
+		if names[w] == "" {
+			t.Errorf("doctor has no %q check: %v", w, names)
 		}
 	}
 	if names["testbed"] != checkOK {

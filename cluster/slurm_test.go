@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // fakeQuicbench writes a script that prints its arguments one per line,
@@ -59,7 +61,7 @@ func TestSlurmArrayScript(t *testing.T) {
 // shard.
 func TestSlurmScriptsRun(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("no bash")
+		testsupport.Unavailable(t, "no bash")
 	}
 	dir := filepath.Join(t.TempDir(), "it's a dir")
 	s := Slurm{Plan: "p", Shards: 3, Dir: dir, Quicbench: fakeQuicbench(t, t.TempDir())}

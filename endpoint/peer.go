@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,7 +19,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,7 +34,7 @@ import (
 // PeerConfig configures a peer server: another implementation than
 // quicbench's own, run by StartPeer as a child process (docs/peers.md).
 type PeerConfig struct {
-	// Impl is peers.Aioquic or peers.Caddy.
+	// Impl is the server's name in the registry of stacks (package peers).
 	Impl string
 	// Host is the IPv4 address to listen on; "" listens on all addresses.
 	Host string
@@ -47,63 +47,107 @@ type PeerConfig struct {
 	Certificate *tls.Certificate
 	// Sites maps NAME to a directory served as /site/NAME/.
 	Sites map[string]string
-	// Paths (caddy only) are URL paths written to disk before Caddy
-	// starts, byte-identical to what quicbench's server sends:
-	// /bytes/N and /page/N/S (the page and all its objects). /echo ("ok\n"
-	// to a GET) is always there.
+	// Paths (servers that serve files, peers.LaunchFiles) are URL paths
+	// written to disk before the server starts, byte-identical to what
+	// quicbench's server sends: /bytes/N and /page/N/S (the page and all
+	// its objects). /echo ("ok\n" to a GET) is always there.
 	Paths []string
-	// CongestionControl (caddy only) is the TCP congestion control Caddy's
-	// sockets must use; Caddy cannot choose it per socket, so it must be
-	// the namespace's default, which StartPeer sets (and restores) when it
-	// runs in a namespace of its own. "" keeps the default. aioquic's
-	// QUIC always uses AioquicCC, as quicbench's QUIC always uses
-	// quic-go's Cubic.
+	// CongestionControl is the plan's congestion control (a
+	// model.CongestionControls name, "" for none): TCP connections take
+	// it from the testbed's routes (or, for a server that cannot set its
+	// sockets' own, from the namespace's default: NamespaceCC); over QUIC
+	// the server runs it when it can choose (its stack's CC.QUIC), else
+	// its own (QUICCC says which).
 	CongestionControl string
-	// QlogDir (aioquic only) receives one qlog file per connection.
+	// QlogDir receives one qlog file per connection, for the stacks that
+	// write them (peers.Stack.Qlog).
 	QlogDir string
-	// KeyLogFile (aioquic only) receives TLS secrets (SSLKEYLOGFILE).
+	// KeyLogFile receives TLS secrets (NSS key log format), for the
+	// stacks that write them (peers.Stack.KeyLog).
 	KeyLogFile string
 	// Logf receives what the peer reports on its standard error.
 	Logf func(format string, args ...any) `json:"-"`
 }
 
-// What the aioquic peer is configured with (docs/peers.md): Cubic, as
-// quic-go; full-size datagrams on the testbed's 1500-byte MTU (quic-go
-// reaches 1452 by path MTU discovery; aioquic has none); quic-go's flow
-// control windows; quic-go's wished-for UDP buffer size.
-const (
-	AioquicCC              = "cubic"
-	AioquicMaxDatagramSize = 1452
-	aioquicSocketBuffer    = 7 << 20
+// PeerLauncher starts the server of one stack: it prepares what the server
+// needs in the PeerServer's scratch directory (Dir), starts it (Start, or
+// RunProgram for a program speaking the peer program protocol) and
+// returns once it listens, having set the hello's Port, Version and
+// Settings (SetInfo). Each stack's package registers its launcher
+// (RegisterPeer).
+type PeerLauncher func(ctx context.Context, p *PeerServer) error
+
+var (
+	launchersMu sync.Mutex
+	launchers   = map[string]PeerLauncher{}
 )
+
+// RegisterCommandLauncher registers the launcher of every contract stack's
+// server (peers.LaunchCommand): package peers/contract calls it at init.
+func RegisterCommandLauncher(l PeerLauncher) {
+	launchersMu.Lock()
+	defer launchersMu.Unlock()
+	commandLauncher = l
+}
+
+var commandLauncher PeerLauncher
+
+// RegisterPeer registers the launcher of the server of stack name; the
+// stack's package calls it at init.
+func RegisterPeer(name string, l PeerLauncher) {
+	launchersMu.Lock()
+	defer launchersMu.Unlock()
+	if _, dup := launchers[name]; dup {
+		panic("endpoint: peer launcher for " + name + " registered twice")
+	}
+	launchers[name] = l
+}
 
 // PeerServer is a running peer server. It serves the control channel like
 // *Server (ServeControl).
 type PeerServer struct {
-	cfg  PeerConfig
-	info ServerInfo
-	dir  string // scratch directory, removed by Close
-	logf func(string, ...any)
+	cfg    PeerConfig
+	stack  *peers.Stack
+	info   ServerInfo
+	dir    string // scratch directory, removed by Close
+	logf   func(string, ...any)
+	quicCC string // what it runs over QUIC ("" without QUIC)
+
+	certFile, keyFile string
 
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	exited chan struct{}
 	stderr tailBuffer
 
-	book *statsBook
-	mu   sync.Mutex
-	refs map[string]bookRef // aioquic: open connections by client address
+	// stats: the program reports its connections (RunProgram), or
+	// statsSource reads them (SetStatsSource)
+	stats       bool
+	statsSource func(ctx context.Context, kind, addr string) (model.TransportStats, error)
+	book        *statsBook
+	mu          sync.Mutex
+	refs        map[string]bookRef // open connections by client address
 
-	restoreCC func()
+	closers   []func()
 	closeOnce sync.Once
 }
 
-// StartPeer starts the peer cfg.Impl as a child process (in its own
-// process group, killed if this process dies) and returns once it listens.
-// Close stops it and everything it started.
+// StartPeer starts the server of stack cfg.Impl as a child process (in its
+// own process group, killed if this process dies) and returns once it
+// listens. Close stops it and everything it started.
 func StartPeer(ctx context.Context, cfg PeerConfig) (*PeerServer, error) {
-	if cfg.Impl != peers.Aioquic && cfg.Impl != peers.Caddy {
-		return nil, fmt.Errorf("endpoint: StartPeer runs %s or %s, not %q", peers.Aioquic, peers.Caddy, cfg.Impl)
+	st, ok := peers.ServerStack(cfg.Impl)
+	if !ok || st.Server.Launch == peers.LaunchOwn {
+		return nil, fmt.Errorf("endpoint: StartPeer runs a peer server (%s), not %q", strings.Join(peerNames(), ", "), cfg.Impl)
+	}
+	launchersMu.Lock()
+	launch := launchers[cfg.Impl]
+	if st.Server.Launch == peers.LaunchCommand {
+		launch = commandLauncher
+	}
+	launchersMu.Unlock()
+	if launch == nil {
+		return nil, fmt.Errorf("endpoint: the %s server's code is not linked into this program", cfg.Impl)
 	}
 	if cfg.Host != "" {
 		a, err := netip.ParseAddr(cfg.Host)
@@ -114,20 +158,38 @@ func StartPeer(ctx context.Context, cfg PeerConfig) (*PeerServer, error) {
 	if cfg.Port < 0 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("endpoint: port %d: want 0..65535", cfg.Port)
 	}
-	for name := range cfg.Sites {
+	if cfg.CongestionControl != "" && !slices.Contains(model.CongestionControls, cfg.CongestionControl) {
+		return nil, fmt.Errorf("endpoint: congestion control %q: want one of %s", cfg.CongestionControl, strings.Join(model.CongestionControls, ", "))
+	}
+	if cfg.QlogDir != "" && !st.Qlog {
+		return nil, fmt.Errorf("endpoint: %s writes no qlog files: run it without --qlog", cfg.Impl)
+	}
+	if cfg.KeyLogFile != "" && !st.KeyLog {
+		return nil, fmt.Errorf("endpoint: %s writes no TLS key log: run it without --keylog", cfg.Impl)
+	}
+	if len(cfg.Paths) > 0 && st.Server.Launch != peers.LaunchFiles && st.Server.Launch != peers.LaunchCommand {
+		return nil, fmt.Errorf("endpoint: %s generates every path itself: give it no paths to write", cfg.Impl)
+	}
+	for name, dir := range cfg.Sites {
 		if err := validSiteName(name); err != nil {
 			return nil, fmt.Errorf("endpoint: site %q: %w", name, err)
 		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("endpoint: site %s: %s is not a directory", name, dir)
+		}
 	}
-	p := &PeerServer{cfg: cfg, logf: cfg.Logf, book: newStatsBook(4096), refs: map[string]bookRef{}, exited: make(chan struct{})}
+	p := &PeerServer{cfg: cfg, stack: st, logf: cfg.Logf, book: newStatsBook(4096), refs: map[string]bookRef{}, exited: make(chan struct{})}
 	if p.logf == nil {
 		p.logf = func(string, ...any) {}
+	}
+	if slices.ContainsFunc(st.Server.Protocols, model.IsQUIC) {
+		p.quicCC, _ = st.Server.CC.QUICFor(cmp.Or(cfg.CongestionControl, model.DefaultCC))
 	}
 	var err error
 	if p.dir, err = os.MkdirTemp("", "qb-"+cfg.Impl+"-"); err != nil {
 		return nil, fmt.Errorf("endpoint: %w", err)
 	}
-	ok := false
+	ok = false
 	defer func() {
 		if !ok {
 			_ = p.Close()
@@ -137,25 +199,320 @@ func StartPeer(ctx context.Context, cfg PeerConfig) (*PeerServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	certFile, keyFile, err := writeCertFiles(p.dir, cert)
-	if err != nil {
+	if p.certFile, p.keyFile, err = writeCertFiles(p.dir, cert); err != nil {
 		return nil, err
 	}
 	p.info.Host = cfg.Host
 	p.info.Impl = cfg.Impl
-	p.info.Protocols = peers.Protocols(cfg.Impl)
-	switch cfg.Impl {
-	case peers.Aioquic:
-		err = p.startAioquic(ctx, certFile, keyFile)
-	case peers.Caddy:
-		err = p.startCaddy(ctx, certFile, keyFile)
+	p.info.Protocols = slices.Clone(st.Server.Protocols)
+	if err := launch(ctx, p); err != nil {
+		if d := p.stderr.String(); d != "" && !strings.Contains(err.Error(), d) {
+			err = fmt.Errorf("%w (%s)", err, d)
+		}
+		return nil, fmt.Errorf("endpoint: %s server: %w", cfg.Impl, err)
 	}
-	if err != nil {
-		return nil, err
+	if p.info.Port == 0 {
+		return nil, fmt.Errorf("endpoint: %s server: its launcher set no port", cfg.Impl)
 	}
 	p.info.PID = os.Getpid()
 	ok = true
 	return p, nil
+}
+
+// peerNames lists the peer servers of the registry.
+func peerNames() []string {
+	var out []string
+	for _, n := range peers.Servers() {
+		if st, _ := peers.ServerStack(n); st.Server.Launch != peers.LaunchOwn {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Config returns the server's configuration.
+func (p *PeerServer) Config() PeerConfig { return p.cfg }
+
+// Stack returns the server's description.
+func (p *PeerServer) Stack() *peers.Stack { return p.stack }
+
+// Dir is the server's scratch directory, removed by Close.
+func (p *PeerServer) Dir() string { return p.dir }
+
+// CertFiles are the PEM files of the certificate chain and key the server
+// presents.
+func (p *PeerServer) CertFiles() (cert, key string) { return p.certFile, p.keyFile }
+
+// QUICCC is the congestion control the server runs over QUIC: the plan's
+// when its stack can run it, else the stack's own ("" without QUIC).
+func (p *PeerServer) QUICCC() string { return p.quicCC }
+
+// Logf logs what the peer reports.
+func (p *PeerServer) Logf(format string, args ...any) { p.logf(format, args...) }
+
+// SetInfo sets the hello's port, version ("caddy 2.6.2") and settings
+// (what the server was configured with that the statistics do not show).
+func (p *PeerServer) SetInfo(port int, version string, settings map[string]string) {
+	p.info.Port, p.info.Version, p.info.Settings = port, version, settings
+}
+
+// SetStatsSource makes f answer ConnStats: a launcher that reads the
+// server's statistics itself (from its qlog files, say).
+func (p *PeerServer) SetStatsSource(f func(ctx context.Context, kind, addr string) (model.TransportStats, error)) {
+	p.statsSource = f
+}
+
+// OnClose registers f to run when the server is closed, after its process
+// ended (restoring what the launcher changed).
+func (p *PeerServer) OnClose(f func()) { p.closers = append(p.closers, f) }
+
+// FreePort returns the configured port, or a port free on both TCP and UDP
+// of the configured host when none was configured.
+func (p *PeerServer) FreePort() (int, error) {
+	if p.cfg.Port != 0 {
+		return p.cfg.Port, nil
+	}
+	return freePort(p.cfg.Host)
+}
+
+// Stderr returns a writer for the server's standard error (and output):
+// its lines go to Logf when keep accepts them (nil keeps all), and its
+// last 4 KiB into Describe and start errors.
+func (p *PeerServer) Stderr(keep func(line string) bool) io.Writer {
+	return &lineWriter{tail: &p.stderr, logf: func(l string) {
+		if keep == nil || keep(l) {
+			p.logf("%s: %s", p.cfg.Impl, l)
+		}
+	}}
+}
+
+// WaitTCP waits until the server accepts TCP connections on port, its
+// process exits, ctx ends or timeout passes.
+func (p *PeerServer) WaitTCP(ctx context.Context, port int, timeout time.Duration) error {
+	host := cmp.Or(p.cfg.Host, "127.0.0.1")
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	deadline := time.Now().Add(timeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			_ = c.Close()
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return errors.New("exited before it listened")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not accepting on %s after %v: %v", addr, timeout, err)
+		}
+	}
+}
+
+// ProgramConfig is what a program speaking the peer program protocol reads
+// from the file of its --config argument (docs/peers.md, "The peer program
+// protocol"; peers/aioquic/server.py's load_config).
+type ProgramConfig struct {
+	Host            string            `json:"host"`
+	Port            int               `json:"port"`
+	Cert            string            `json:"cert"`
+	Key             string            `json:"key"`
+	CC              string            `json:"cc"`
+	MaxDatagramSize int               `json:"max_datagram_size"`
+	MaxData         int               `json:"max_data"`
+	MaxStreamData   int               `json:"max_stream_data"`
+	SocketBuffer    int               `json:"socket_buffer"`
+	QlogDir         string            `json:"qlog_dir"`
+	KeyLog          string            `json:"keylog"`
+	Sites           map[string]string `json:"sites"`
+	PNGHead         string            `json:"png_head"`
+	PNGTail         string            `json:"png_tail"`
+}
+
+// What program peers are configured with (docs/peers.md): full-size
+// datagrams on the testbed's 1500-byte MTU (quic-go's largest), quic-go's
+// flow control windows and wished-for UDP buffer size.
+const (
+	PeerMaxDatagramSize = 1452
+	peerSocketBuffer    = 7 << 20
+)
+
+// ProgramConfig returns the configuration of a program peer: the server's
+// address, certificate, QUIC congestion control, quic-go's windows, qlog
+// directory, key log and sites, and the PNG framing of endpoint/content.
+func (p *PeerServer) ProgramConfig() (ProgramConfig, error) {
+	head, tail := content.PNGFrame()
+	conf := ProgramConfig{
+		Host: cmp.Or(p.cfg.Host, "0.0.0.0"), Port: p.cfg.Port, Cert: p.certFile, Key: p.keyFile,
+		CC: p.quicCC, MaxDatagramSize: PeerMaxDatagramSize,
+		MaxData: h3.ConnWindow, MaxStreamData: h3.StreamWindow, SocketBuffer: peerSocketBuffer,
+		KeyLog: p.cfg.KeyLogFile, Sites: map[string]string{},
+		PNGHead: hex.EncodeToString(head), PNGTail: hex.EncodeToString(tail),
+	}
+	for name, dir := range p.cfg.Sites {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return conf, err
+		}
+		conf.Sites[name] = abs
+	}
+	if p.cfg.QlogDir != "" {
+		if err := os.MkdirAll(p.cfg.QlogDir, 0o755); err != nil {
+			return conf, fmt.Errorf("qlog directory: %w", err)
+		}
+		conf.QlogDir = p.cfg.QlogDir
+	}
+	return conf, nil
+}
+
+// ProgramReady is the ready line of a program peer.
+type ProgramReady struct {
+	Version         string `json:"version"`
+	Port            int    `json:"port"`
+	CC              string `json:"cc"`
+	MaxDatagramSize int    `json:"max_datagram_size"`
+	RcvBuf          int    `json:"rcvbuf"`
+}
+
+// programLine is one line a program peer prints.
+type programLine struct {
+	Ready *ProgramReady `json:"ready"`
+	Open  string        `json:"open"`
+	End   string        `json:"end"`
+	Stats *programStats `json:"stats"`
+}
+
+// programStats are a connection's statistics as a program peer reports
+// them when the connection ends (server.py's read_stats).
+type programStats struct {
+	CC               string  `json:"cc"`
+	SRTTms           float64 `json:"srtt_ms"`
+	RTTVarms         float64 `json:"rttvar_ms"`
+	MinRTTms         float64 `json:"min_rtt_ms"`
+	Cwnd             int64   `json:"cwnd"`
+	Ssthresh         int64   `json:"ssthresh"`
+	BytesInFlight    int64   `json:"bytes_in_flight"`
+	PacketsSent      int64   `json:"packets_sent"`
+	PacketsLost      int64   `json:"packets_lost"`
+	BytesLost        int64   `json:"bytes_lost"`
+	PTOCount         int64   `json:"pto_count"`
+	CongestionEvents *int64  `json:"congestion_events"`
+}
+
+// transport maps a program's statistics onto model.TransportStats (the QUIC
+// meanings of docs/metrics.md); what it does not count is NotMeasured.
+//
+// A program says "not measured" with -1: counts keep it (NotMeasured),
+// times become 0.
+func (s programStats) transport() model.TransportStats {
+	ce := int64(model.NotMeasured)
+	if s.CongestionEvents != nil {
+		ce = max(*s.CongestionEvents, model.NotMeasured)
+	}
+	pos := func(v float64) float64 { return max(v, 0) }
+	count := func(v int64) int64 { return max(v, model.NotMeasured) }
+	s.SRTTms, s.RTTVarms, s.MinRTTms = pos(s.SRTTms), pos(s.RTTVarms), pos(s.MinRTTms)
+	s.Cwnd, s.Ssthresh, s.PacketsSent, s.PacketsLost, s.BytesLost, s.PTOCount =
+		count(s.Cwnd), count(s.Ssthresh), count(s.PacketsSent), count(s.PacketsLost), count(s.BytesLost), count(s.PTOCount)
+	return model.TransportStats{
+		Kind: "quic", Side: "server", CongestionAlgo: model.CCName(s.CC),
+		SmoothedRTTms: s.SRTTms, RTTVarms: s.RTTVarms, MinRTTms: s.MinRTTms,
+		CwndBytes: s.Cwnd, SsthreshBytes: s.Ssthresh,
+		PacketsSent: s.PacketsSent, PacketsLost: s.PacketsLost,
+		Retransmits: s.PacketsLost, BytesRetransmitted: s.BytesLost,
+		PTOCount:               s.PTOCount,
+		CongestionEvents:       ce,
+		CongestionStateChanges: model.NotMeasured,
+	}
+}
+
+// RunProgram runs a program speaking the peer program protocol: it writes
+// conf to config.json in the scratch directory, starts argv with
+// "--config FILE" appended (env added to this process's environment),
+// reads its output and returns once its ready line came. The connections
+// it reports then answer ConnStats. It sets the hello's port and settings
+// from the ready line, and its version from version (nil: the ready line's
+// as it is), which may refuse the program with an error.
+func (p *PeerServer) RunProgram(ctx context.Context, argv, env []string, conf ProgramConfig, version func(ProgramReady) (string, error)) error {
+	confFile := filepath.Join(p.dir, "config.json")
+	b, _ := json.Marshal(conf)
+	if err := os.WriteFile(confFile, b, 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], append(slices.Clone(argv[1:]), "--config", confFile)...)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = p.Stderr(nil)
+	if err := p.Start(cmd); err != nil {
+		return err
+	}
+	p.stats = true
+	ready := make(chan ProgramReady, 1)
+	go p.readProgram(stdout, ready)
+	var r ProgramReady
+	select {
+	case r = <-ready:
+	case <-p.exited:
+		return errors.New("exited before it listened")
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(30 * time.Second):
+		return errors.New("not listening after 30 s")
+	}
+	v := r.Version
+	if version != nil {
+		var err error
+		if v, err = version(r); err != nil {
+			return err
+		}
+	}
+	p.SetInfo(r.Port, v, map[string]string{
+		"cc":                model.CCName(r.CC),
+		"max_datagram_size": strconv.Itoa(r.MaxDatagramSize),
+		"max_data":          strconv.Itoa(conf.MaxData),
+		"max_stream_data":   strconv.Itoa(conf.MaxStreamData),
+		"udp_rcvbuf":        strconv.Itoa(r.RcvBuf),
+	})
+	return nil
+}
+
+// readProgram reads a program peer's output: its ready line (sent to
+// ready), then the start and end of each connection.
+func (p *PeerServer) readProgram(r io.Reader, ready chan<- ProgramReady) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	gotReady := false
+	for sc.Scan() {
+		var l programLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			p.logf("%s: unexpected output %q", p.cfg.Impl, sc.Text())
+			continue
+		}
+		switch {
+		case l.Ready != nil && !gotReady:
+			gotReady = true
+			ready <- *l.Ready
+		case l.Open != "":
+			ref := p.book.open("quic", l.Open)
+			p.mu.Lock()
+			p.refs[l.Open] = ref
+			p.mu.Unlock()
+		case l.End != "" && l.Stats != nil:
+			p.mu.Lock()
+			ref, ok := p.refs[l.End]
+			delete(p.refs, l.End)
+			p.mu.Unlock()
+			if ok {
+				p.book.put(ref, l.Stats.transport())
+			}
+		}
+	}
+	_, _ = io.Copy(io.Discard, r)
 }
 
 // writeCertFiles writes cert's chain and key as PEM files into dir.
@@ -181,6 +538,28 @@ func writeCertFiles(dir string, cert tls.Certificate) (certFile, keyFile string,
 // Info returns the server's addresses, protocols, certificate identity,
 // implementation and version.
 func (p *PeerServer) Info() ServerInfo { return p.info }
+
+// ProcessID is the server process's ID (0 before it started).
+func (p *PeerServer) ProcessID() int {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// ExitCode is the server process's exit status once it exited (-1
+// before, or when a signal ended it).
+func (p *PeerServer) ExitCode() int {
+	select {
+	case <-p.exited:
+	default:
+		return -1
+	}
+	if p.cmd == nil || p.cmd.ProcessState == nil {
+		return -1
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
 
 // Exited is closed when the peer process has exited.
 func (p *PeerServer) Exited() <-chan struct{} { return p.exited }
@@ -221,14 +600,18 @@ func (p *PeerServer) CPU() (CPUTime, error) {
 }
 
 // ConnStats returns the server-side statistics of the connection from addr
-// once it has ended: aioquic reports QUIC connections from its recovery
-// state; Caddy reports none.
+// once it has ended: a program peer reports its QUIC connections (the end
+// lines of RunProgram), a launcher may read them itself
+// (SetStatsSource); other peers report none.
 func (p *PeerServer) ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error) {
+	if p.statsSource != nil {
+		return p.statsSource(ctx, kind, addr)
+	}
 	switch {
-	case p.cfg.Impl == peers.Caddy:
-		return model.TransportStats{}, errors.New("caddy reports no transport statistics")
+	case !p.stats:
+		return model.TransportStats{}, fmt.Errorf("%s reports no transport statistics", p.cfg.Impl)
 	case kind != "quic":
-		return model.TransportStats{}, fmt.Errorf("aioquic serves QUIC only, no %s connection", kind)
+		return model.TransportStats{}, fmt.Errorf("%s reports QUIC connections only, no %s connection", p.cfg.Impl, kind)
 	}
 	return p.book.wait(ctx, kind, addr)
 }
@@ -239,7 +622,9 @@ func (p *PeerServer) ConnStats(ctx context.Context, kind, addr string) (model.Tr
 func (p *PeerServer) Close() error {
 	p.closeOnce.Do(func() {
 		if p.cmd != nil && p.cmd.Process != nil {
-			_ = p.stdin.Close()
+			if p.stdin != nil {
+				_ = p.stdin.Close()
+			}
 			pgid := p.cmd.Process.Pid
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			select {
@@ -249,8 +634,8 @@ func (p *PeerServer) Close() error {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL) // the child and anything it left
 			<-p.exited
 		}
-		if p.restoreCC != nil {
-			p.restoreCC()
+		for _, f := range slices.Backward(p.closers) {
+			f()
 		}
 		if p.dir != "" {
 			_ = os.RemoveAll(p.dir)
@@ -259,10 +644,21 @@ func (p *PeerServer) Close() error {
 	return nil
 }
 
-// start starts cmd in a process group of its own that gets SIGKILL when
-// this process dies. PR_SET_PDEATHSIG fires when the starting thread
-// exits, so the starting goroutine keeps its thread until the child ends.
-func (p *PeerServer) start(cmd *exec.Cmd) error {
+// Start starts cmd, the server's process, in a process group of its own
+// that gets SIGKILL when this process dies (PR_SET_PDEATHSIG fires when
+// the starting thread exits, so the starting goroutine keeps its thread
+// until the child ends). Its standard input is a pipe that Close closes
+// (the end of input stops a program peer). A server has one process.
+func (p *PeerServer) Start(cmd *exec.Cmd) error {
+	if p.cmd != nil {
+		return errors.New("endpoint: a peer server runs one process")
+	}
+	if cmd.Stdin == nil {
+		var err error
+		if p.stdin, err = cmd.StdinPipe(); err != nil {
+			return err
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	started := make(chan error, 1)
 	go func() {
@@ -282,304 +678,6 @@ func (p *PeerServer) start(cmd *exec.Cmd) error {
 	p.cmd = cmd
 	return nil
 }
-
-// aioquicConfig is what server.py reads (its load_config).
-type aioquicConfig struct {
-	Host            string            `json:"host"`
-	Port            int               `json:"port"`
-	Cert            string            `json:"cert"`
-	Key             string            `json:"key"`
-	CC              string            `json:"cc"`
-	MaxDatagramSize int               `json:"max_datagram_size"`
-	MaxData         int               `json:"max_data"`
-	MaxStreamData   int               `json:"max_stream_data"`
-	SocketBuffer    int               `json:"socket_buffer"`
-	QlogDir         string            `json:"qlog_dir"`
-	KeyLog          string            `json:"keylog"`
-	Sites           map[string]string `json:"sites"`
-	PNGHead         string            `json:"png_head"`
-	PNGTail         string            `json:"png_tail"`
-}
-
-// aioquicLine is one line server.py prints.
-type aioquicLine struct {
-	Ready *struct {
-		Version         string `json:"version"`
-		Port            int    `json:"port"`
-		CC              string `json:"cc"`
-		MaxDatagramSize int    `json:"max_datagram_size"`
-		RcvBuf          int    `json:"rcvbuf"`
-	} `json:"ready"`
-	Open  string        `json:"open"`
-	End   string        `json:"end"`
-	Stats *aioquicStats `json:"stats"`
-}
-
-// aioquicStats is server.py's read_stats.
-type aioquicStats struct {
-	CC            string  `json:"cc"`
-	SRTTms        float64 `json:"srtt_ms"`
-	RTTVarms      float64 `json:"rttvar_ms"`
-	MinRTTms      float64 `json:"min_rtt_ms"`
-	Cwnd          int64   `json:"cwnd"`
-	Ssthresh      int64   `json:"ssthresh"`
-	BytesInFlight int64   `json:"bytes_in_flight"`
-	PacketsSent   int64   `json:"packets_sent"`
-	PacketsLost   int64   `json:"packets_lost"`
-	BytesLost     int64   `json:"bytes_lost"`
-	PTOCount      int64   `json:"pto_count"`
-}
-
-// transport maps aioquic's statistics onto model.TransportStats (the QUIC
-// meanings of docs/metrics.md); what aioquic does not count is NotMeasured.
-func (s aioquicStats) transport() model.TransportStats {
-	return model.TransportStats{
-		Kind: "quic", Side: "server", CongestionAlgo: s.CC,
-		SmoothedRTTms: s.SRTTms, RTTVarms: s.RTTVarms, MinRTTms: s.MinRTTms,
-		CwndBytes: s.Cwnd, SsthreshBytes: s.Ssthresh,
-		PacketsSent: s.PacketsSent, PacketsLost: s.PacketsLost,
-		Retransmits: s.PacketsLost, BytesRetransmitted: s.BytesLost,
-		PTOCount:               s.PTOCount,
-		CongestionEvents:       model.NotMeasured,
-		CongestionStateChanges: model.NotMeasured,
-	}
-}
-
-func (p *PeerServer) startAioquic(ctx context.Context, certFile, keyFile string) error {
-	python, err := peers.FindAioquic()
-	if err != nil {
-		return err
-	}
-	host := p.cfg.Host
-	if host == "" {
-		host = "0.0.0.0"
-	}
-	head, tail := content.PNGFrame()
-	conf := aioquicConfig{
-		Host: host, Port: p.cfg.Port, Cert: certFile, Key: keyFile,
-		CC: AioquicCC, MaxDatagramSize: AioquicMaxDatagramSize,
-		MaxData: h3.ConnWindow, MaxStreamData: h3.StreamWindow, SocketBuffer: aioquicSocketBuffer,
-		KeyLog: p.cfg.KeyLogFile, Sites: p.cfg.Sites,
-		PNGHead: hex.EncodeToString(head), PNGTail: hex.EncodeToString(tail),
-	}
-	if p.cfg.QlogDir != "" {
-		if err := os.MkdirAll(p.cfg.QlogDir, 0o755); err != nil {
-			return fmt.Errorf("endpoint: qlog directory: %w", err)
-		}
-		conf.QlogDir = p.cfg.QlogDir
-	}
-	for name, dir := range p.cfg.Sites {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("endpoint: site %s: %s is not a directory", name, dir)
-		}
-	}
-	script := filepath.Join(p.dir, "server.py")
-	confFile := filepath.Join(p.dir, "config.json")
-	b, _ := json.Marshal(conf)
-	if err := os.WriteFile(script, peers.AioquicServer, 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(confFile, b, 0o600); err != nil {
-		return err
-	}
-	cmd := exec.Command(python, script, "--config", confFile)
-	cmd.Env = append(os.Environ(), "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return err
-	}
-	cmd.Stderr = &lineWriter{tail: &p.stderr, logf: func(l string) { p.logf("aioquic: %s", l) }}
-	if err := p.start(cmd); err != nil {
-		return err
-	}
-	ready := make(chan error, 1)
-	go p.readAioquic(stdout, ready)
-	select {
-	case err = <-ready:
-	case <-p.exited:
-		err = errors.New("exited before it listened")
-	case <-ctx.Done():
-		err = ctx.Err()
-	case <-time.After(30 * time.Second):
-		err = errors.New("not listening after 30 s")
-	}
-	if err != nil {
-		return fmt.Errorf("endpoint: aioquic server: %w (%s)", err, p.stderr.String())
-	}
-	return nil
-}
-
-// readAioquic reads server.py's output: its ready line (sent to ready),
-// then the start and end of each connection.
-func (p *PeerServer) readAioquic(r io.Reader, ready chan<- error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	gotReady := false
-	for sc.Scan() {
-		var l aioquicLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			p.logf("aioquic: unexpected output %q", sc.Text())
-			continue
-		}
-		switch {
-		case l.Ready != nil && !gotReady:
-			gotReady = true
-			r := l.Ready
-			if r.Version != peers.AioquicVersion {
-				ready <- fmt.Errorf("aioquic %s found, but quicbench reads the statistics of aioquic %s (private attributes): "+
-					"reinstall the pinned version with scripts/setup.sh", r.Version, peers.AioquicVersion)
-				continue
-			}
-			p.info.Port = r.Port
-			p.info.Version = "aioquic " + r.Version
-			p.info.Settings = map[string]string{
-				"cc":                r.CC,
-				"max_datagram_size": strconv.Itoa(r.MaxDatagramSize),
-				"max_data":          strconv.Itoa(h3.ConnWindow),
-				"max_stream_data":   strconv.Itoa(h3.StreamWindow),
-				"udp_rcvbuf":        strconv.Itoa(r.RcvBuf),
-			}
-			ready <- nil
-		case l.Open != "":
-			ref := p.book.open("quic", l.Open)
-			p.mu.Lock()
-			p.refs[l.Open] = ref
-			p.mu.Unlock()
-		case l.End != "" && l.Stats != nil:
-			p.mu.Lock()
-			ref, ok := p.refs[l.End]
-			delete(p.refs, l.End)
-			p.mu.Unlock()
-			if ok {
-				p.book.put(ref, l.Stats.transport())
-			}
-		}
-	}
-}
-
-// Caddy's site: everything under www/, /page/N/S answered by
-// www/page/N/S/index.html (the page's objects sit beside it), sites from
-// their own directories, every response uncacheable.
-const caddyfileTemplate = `{
-	admin off
-	auto_https disable_redirects
-	servers {
-		protocols h1 h2 h3
-	}
-}
-https://:{{PORT}} {
-{{BIND}}	tls {{CERT}} {{KEY}}
-	header Cache-Control no-store
-	@pagedoc path_regexp ^/page/[^/]+/[^/]+$
-	rewrite @pagedoc {path}/index.html
-{{SITES}}	handle {
-		root * {{WWW}}
-		file_server
-	}
-}
-`
-
-func (p *PeerServer) startCaddy(ctx context.Context, certFile, keyFile string) error {
-	if p.cfg.QlogDir != "" || p.cfg.KeyLogFile != "" {
-		return errors.New("endpoint: caddy writes neither qlog files nor TLS key logs: run it without --qlog and --keylog")
-	}
-	caddy, version, err := peers.FindCaddy(ctx)
-	if err != nil {
-		return err
-	}
-	p.info.Version = "caddy " + version
-	www := filepath.Join(p.dir, "www")
-	if err := Materialize(www, p.cfg.Paths); err != nil {
-		return err
-	}
-	port := p.cfg.Port
-	if port == 0 {
-		if port, err = freePort(p.cfg.Host); err != nil {
-			return err
-		}
-	}
-	p.info.Port = port
-	tcpCC, err := p.caddyCC()
-	if err != nil {
-		return err
-	}
-	p.info.Settings = map[string]string{"tcp_cc": tcpCC, "quic_cc": "cubic (quic-go's)"}
-	bind := ""
-	if p.cfg.Host != "" {
-		bind = "\tbind " + p.cfg.Host + "\n"
-	}
-	var sites strings.Builder
-	names := make([]string, 0, len(p.cfg.Sites))
-	for n := range p.cfg.Sites {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		dir, err := filepath.Abs(p.cfg.Sites[n])
-		if err != nil {
-			return err
-		}
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return fmt.Errorf("endpoint: site %s: %s is not a directory", n, dir)
-		}
-		fmt.Fprintf(&sites, "\thandle_path /site/%s/* {\n\t\troot * %s\n\t\tfile_server\n\t}\n", n, caddyQuote(dir))
-	}
-	conf := strings.NewReplacer("{{PORT}}", strconv.Itoa(port), "{{BIND}}", bind,
-		"{{CERT}}", caddyQuote(certFile), "{{KEY}}", caddyQuote(keyFile),
-		"{{SITES}}", sites.String(), "{{WWW}}", caddyQuote(www)).Replace(caddyfileTemplate)
-	confFile := filepath.Join(p.dir, "Caddyfile")
-	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
-		return err
-	}
-	home := filepath.Join(p.dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		return err
-	}
-	cmd := exec.Command(caddy, "run", "--config", confFile, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"))
-	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return err
-	}
-	up := make(chan struct{})
-	var upOnce sync.Once
-	lw := &lineWriter{tail: &p.stderr, logf: func(l string) {
-		if strings.Contains(l, `"serving initial configuration"`) {
-			upOnce.Do(func() { close(up) })
-		}
-		if strings.Contains(l, `"level":"error"`) || !strings.HasPrefix(l, "{") {
-			p.logf("caddy: %s", l)
-		}
-	}}
-	cmd.Stdout, cmd.Stderr = lw, lw
-	if err := p.start(cmd); err != nil {
-		return err
-	}
-	select {
-	case <-up:
-	case <-p.exited:
-		return fmt.Errorf("endpoint: caddy exited before it listened: %s", p.stderr.String())
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("endpoint: caddy not listening after 30 s: %s", p.stderr.String())
-	}
-	dialHost := p.cfg.Host
-	if dialHost == "" {
-		dialHost = "127.0.0.1"
-	}
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(dialHost, strconv.Itoa(port)), 5*time.Second)
-	if err != nil {
-		return fmt.Errorf("endpoint: caddy reported its start but does not accept on port %d: %w", port, err)
-	}
-	_ = c.Close()
-	return nil
-}
-
-// caddyQuote quotes a Caddyfile token.
-func caddyQuote(s string) string { return strconv.Quote(s) }
 
 // freePort returns a port free on both TCP and UDP of host.
 func freePort(host string) (int, error) {
@@ -601,11 +699,17 @@ func freePort(host string) (int, error) {
 
 const sysCCPath = "/proc/sys/net/ipv4/tcp_congestion_control"
 
-// caddyCC makes the network namespace's default TCP congestion control
-// p.cfg.CongestionControl (Caddy's sockets take the default), restoring it
-// on Close, and returns the one in force. It never changes the host's:
-// outside a namespace of its own it only accepts the default.
-func (p *PeerServer) caddyCC() (string, error) {
+// NamespaceCC makes the network namespace's default TCP congestion control
+// the configured one (for a server that cannot choose its sockets' own:
+// they take the default), restoring it on Close, and returns what its
+// sockets run. It never changes the host's: outside a namespace of its own
+// it only accepts the default. Inside one (a testbed's), a default the
+// kernel refuses (namespaces may default only to the algorithms of the
+// host's net.ipv4.tcp_allowed_congestion_control) is left as it is: the
+// testbed's routes impose the cell's algorithm on every connection across
+// the link anyway (netns.Testbed.SetCC), and the runner checks each
+// connection's from the kernel.
+func (p *PeerServer) NamespaceCC() (string, error) {
 	cur, err := os.ReadFile(sysCCPath)
 	if err != nil {
 		return "", fmt.Errorf("endpoint: %w", err)
@@ -615,19 +719,22 @@ func (p *PeerServer) caddyCC() (string, error) {
 	if want == "" || want == have {
 		return have, nil
 	}
-	self, err1 := os.Readlink("/proc/self/ns/net")
-	init, err2 := os.Readlink("/proc/1/ns/net")
-	if err1 != nil || err2 != nil || self == init {
-		return "", fmt.Errorf("endpoint: caddy cannot choose its sockets' congestion control, and the default here is %s, not %s; "+
-			"quicbench changes the default only inside a network namespace of its own (a testbed): run with --cc %s or without --cc", have, want, have)
+	self, err1 := os.Readlink("/proc/thread-self/ns/net")
+	// The host's namespace is init's; where /proc/1 is closed to us (a
+	// sandbox), the parent's: a testbed's server is started by the runner,
+	// which stays in the host's namespace, through nsenter(1), which execs.
+	host, err2 := os.Readlink("/proc/1/ns/net")
+	if err2 != nil {
+		host, err2 = os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/net")
+	}
+	if err1 != nil || err2 != nil || self == host {
+		return "", fmt.Errorf("endpoint: %s cannot choose its sockets' congestion control, and the default here is %s, not %s; "+
+			"quicbench changes the default only inside a network namespace of its own (a testbed): run with --cc %s or without --cc", p.cfg.Impl, have, want, have)
 	}
 	if err := os.WriteFile(sysCCPath, []byte(want), 0o644); err != nil {
-		allowed, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
-		return "", fmt.Errorf("endpoint: caddy cannot choose its sockets' congestion control, and making %s the namespace's default failed: %w "+
-			"(namespaces may default only to %q: allow it host-wide with sysctl -w net.ipv4.tcp_allowed_congestion_control=\"%s %s\")",
-			want, err, strings.TrimSpace(string(allowed)), strings.TrimSpace(string(allowed)), want)
+		return want + " (by the testbed's routes; the namespace's default stays " + have + ")", nil
 	}
-	p.restoreCC = func() { _ = os.WriteFile(sysCCPath, []byte(have), 0o644) }
+	p.OnClose(func() { _ = os.WriteFile(sysCCPath, []byte(have), 0o644) })
 	return want, nil
 }
 

@@ -99,14 +99,14 @@ type ServerInfo struct {
 	CAPEM     string   `json:"ca_pem,omitempty"`
 	Names     []string `json:"names"` // SANs of the leaf certificate
 	PID       int      `json:"pid"`
-	// Impl names the server implementation (peers.Quicbench, peers.Aioquic,
-	// peers.Caddy) and Version its release ("aioquic 1.7.2", "caddy
-	// 2.6.2", "quicbench (quic-go v0.59.0)").
+	// Impl names the server implementation (its stack's name in the
+	// registry, package peers) and Version its release ("aioquic 1.7.2",
+	// "caddy 2.6.2", "quicbench (quic-go v0.59.0)").
 	Impl    string `json:"impl"`
 	Version string `json:"version"`
 	// Settings holds what a peer implementation was configured with that
 	// the statistics do not show, e.g. aioquic's "cc" and
-	// "max_datagram_size", caddy's "tcp_cc" (docs/peers.md).
+	// "max_datagram_size", a files server's "tcp_cc" (docs/peers.md).
 	Settings map[string]string `json:"settings,omitempty"`
 }
 
@@ -226,7 +226,7 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 	}
 	s.info.PID = os.Getpid()
-	s.info.Impl, s.info.Version = peers.Quicbench, builtinVersion()
+	s.info.Impl, s.info.Version = peers.Own, builtinVersion()
 	ok = true
 	return s, nil
 }

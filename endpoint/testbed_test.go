@@ -32,7 +32,6 @@ import (
 const (
 	helperEnv      = "QB_ENDPOINT_FETCH_HELPER"
 	serveHelperEnv = "QB_ENDPOINT_SERVE_HELPER"
-	peerHelperEnv  = "QB_ENDPOINT_PEER_HELPER" // a PeerConfig (JSON) for the server process
 )
 
 // TestServeHelperProcess is not a test: it is the server process of the
@@ -43,21 +42,7 @@ func TestServeHelperProcess(t *testing.T) {
 	if host == "" {
 		t.Skip("helper process for the testbed tests")
 	}
-	var srv interface {
-		Controlled
-		Close() error
-	}
-	var err error
-	if pc := os.Getenv(peerHelperEnv); pc != "" {
-		var cfg PeerConfig
-		if err := json.Unmarshal([]byte(pc), &cfg); err != nil {
-			t.Fatal(err)
-		}
-		cfg.Host = host
-		srv, err = StartPeer(context.Background(), cfg)
-	} else {
-		srv, err = StartServer(context.Background(), ServerConfig{Host: host})
-	}
+	srv, err := StartServer(context.Background(), ServerConfig{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +91,9 @@ type testbedRig struct {
 	ctl  *ControlClient
 }
 
+// newTestbedRig builds a testbed with link in both directions and starts
+// quicbench's server in its server namespace.
 func newTestbedRig(t testing.TB, link string) *testbedRig {
-	return newPeerRig(t, link, nil)
-}
-
-// newPeerRig is newTestbedRig with the peer server peer (quicbench's own
-// when nil) in the server process.
-func newPeerRig(t testing.TB, link string, peer *PeerConfig) *testbedRig {
 	t.Helper()
 	testsupport.RequireRoot(t, "needs root (network namespaces)")
 	if testing.Short() {
@@ -136,10 +117,6 @@ func newPeerRig(t testing.TB, link string, peer *PeerConfig) *testbedRig {
 	r := &testbedRig{tb: tb}
 	cmd := tb.Command(context.Background(), netns.Server, os.Args[0], "-test.run=^TestServeHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), serveHelperEnv+"="+tb.Addr(netns.Server).String())
-	if peer != nil {
-		b, _ := json.Marshal(peer)
-		cmd.Env = append(cmd.Env, peerHelperEnv+"="+string(b))
-	}
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

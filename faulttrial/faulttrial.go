@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/store"
 )
 
@@ -61,7 +63,7 @@ const (
 	RunnerKill  = "runner SIGKILL"
 	AgentKill   = "agent SIGKILL"
 	ServerKill  = "server SIGKILL"
-	BrowserKill = "Chromium SIGKILL mid-load"
+	BrowserKill = "browser SIGKILL mid-load"
 	ServerStop  = "server SIGSTOP > timeout"
 	LinkDead    = "link dead, then back"
 	DiskFull    = "filesystem full"
@@ -123,7 +125,7 @@ scenarios:
     link: "delay 5ms"
 tests:
   - test: page
-    client: chromium
+    client: %s
 `
 
 // The link-dead plan: a scenario whose link drops everything (every sample
@@ -215,7 +217,11 @@ func planKind(fault string) string {
 func planText(kind string, seed uint64, rng *rand.Rand) string {
 	switch kind {
 	case "browser":
-		return fmt.Sprintf(browserPlan, seed)
+		client := model.ClientBuiltin // no browser: the trial fails when it looks for one
+		if st, err := faultBrowser(); err == nil {
+			client = st.ClientName()
+		}
+		return fmt.Sprintf(browserPlan, seed, client)
 	case "dead":
 		on, off := 200, 1500
 		if rng != nil {
@@ -706,14 +712,31 @@ func (h *harness) checkDead(t *Trial, db string) {
 	t.Notes = append(t.Notes, fmt.Sprintf("%d timeouts recorded over the dead link, %d valid samples between blackouts", failedDead, okBlackout))
 }
 
-// killBrowser kills Chromium's browser process while it starts or loads a
+// faultBrowser is the browser client whose samples the browser fault
+// kills: the first of the registry that tells its main process.
+func faultBrowser() (*peers.Stack, error) {
+	for _, st := range peers.All() {
+		if st.Client != nil && st.Client.Kind == peers.KindBrowser && st.Client.MainProcess != nil {
+			return st, nil
+		}
+	}
+	return nil, errors.New("no browser client in the registry tells its main process")
+}
+
+// killBrowser kills the browser's main process while it starts or loads a
 // page: at a random moment within 300 ms of it appearing (a sample's
 // browser lives for about a second). If that browser is gone by then, the
 // next one is tried.
 func (h *harness) killBrowser(t *Trial, r *runState, p *qb, rng *rand.Rand) {
+	st, err := faultBrowser()
+	if err != nil {
+		t.fail("%v", err)
+		return
+	}
+	main := func(q process) bool { return st.Client.MainProcess.Matches(q.args) }
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) && !p.exited() {
-		if q, ok := find(r.id, chromiumMain); ok {
+		if q, ok := find(r.id, main); ok {
 			namespaces(r.id, r.ns)
 			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 			if _, still := find(r.id, func(o process) bool { return o.pid == q.pid }); still && syscall.Kill(q.pid, syscall.SIGKILL) == nil {
@@ -722,7 +745,7 @@ func (h *harness) killBrowser(t *Trial, r *runState, p *qb, rng *rand.Rand) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	t.fail("no Chromium process to kill")
+	t.fail("no %s main process to kill", st.Name)
 }
 
 // secondRunner starts quicbench run --resume on the database p writes: it

@@ -66,15 +66,6 @@ func subcommand(name string) func(process) bool {
 	return func(p process) bool { return len(p.args) > 1 && p.args[1] == name }
 }
 
-// chromiumMain matches Chromium's browser process (not its renderers,
-// GPU or utility processes, which carry --type=).
-func chromiumMain(p process) bool {
-	if len(p.args) == 0 || !strings.Contains(filepath.Base(p.args[0]), "chrom") {
-		return false
-	}
-	return !slices.ContainsFunc(p.args, func(a string) bool { return strings.HasPrefix(a, "--type=") })
-}
-
 // netnsInode is the inode of a process's network namespace (0 if gone).
 func netnsInode(pid int) uint64 {
 	var st syscall.Stat_t

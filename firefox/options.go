@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/quicbench/quicbench/browser"
@@ -98,6 +99,11 @@ type Options struct {
 
 	// Output receives Firefox's stdout and stderr. Nil discards them.
 	Output io.Writer
+
+	// KeyLogFile, when set, is an absolute path Firefox (NSS) appends its
+	// TLS secrets to: Firefox is started with SSLKEYLOGFILE set to it, for
+	// a packet capture's decryption.
+	KeyLogFile string
 }
 
 // OptionError is a bad field of Options: Load and NewSession return it
@@ -138,6 +144,9 @@ func (o Options) validate(needURL bool) (Options, []*x509.Certificate, error) {
 	}
 	if o.Protocol == model.ProtoH3 && o.H3Origin == "" && o.URL == "" {
 		return bad("H3Origin", "h3 needs H3Origin or URL to know which origin to map to HTTP/3")
+	}
+	if o.KeyLogFile != "" && !filepath.IsAbs(o.KeyLogFile) {
+		return bad("KeyLogFile", "%q is not an absolute path", o.KeyLogFile)
 	}
 	var cas []*x509.Certificate
 	if len(o.CAPEM) > 0 {

@@ -28,8 +28,9 @@ const (
 	// serverFile is the file of a profile in which Firefox's remote agent
 	// writes where its WebDriver BiDi server listens, once it listens.
 	serverFile = "WebDriverBiDiServer.json"
-	// profilePrefix starts the name of every profile directory.
-	profilePrefix = "qb-firefox-"
+	// ProfilePrefix starts the name of every profile directory a Session
+	// makes (in Options.ProfileDir).
+	ProfilePrefix = "qb-firefox-"
 )
 
 // Session is one running headless Firefox with a fresh profile, kept across
@@ -66,7 +67,7 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(o.ProfileDir, profilePrefix)
+	dir, err := os.MkdirTemp(o.ProfileDir, ProfilePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("firefox: creating the profile directory: %w", err)
 	}
@@ -93,6 +94,9 @@ func (s *Session) start(ctx context.Context, cas []*x509.Certificate) error {
 	o := s.opts
 	cmd := exec.Command(o.Exe, "--headless", "--no-remote", "--profile", s.dir, "--remote-debugging-port", "0", "--remote-allow-system-access", "about:blank")
 	cmd.Env = append(os.Environ(), "MOZ_CRASHREPORTER_DISABLE=1")
+	if o.KeyLogFile != "" {
+		cmd.Env = append(cmd.Env, "SSLKEYLOGFILE="+o.KeyLogFile)
+	}
 	if o.Output != nil {
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
 	}

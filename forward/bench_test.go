@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/emu/spec"
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/netns"
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,7 @@ import (
 func benchTestbed(b *testing.B, up, down string, mods ...func(*netns.Config)) *netns.Testbed {
 	b.Helper()
 	if os.Geteuid() != 0 {
-		b.Skip("needs root")
+		testsupport.Unavailable(b, "needs root")
 	}
 	u, err := spec.Parse(up)
 	if err != nil {

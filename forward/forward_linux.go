@@ -127,6 +127,9 @@ type Options struct {
 	// (sched_setaffinity), e.g. to keep the emulator off the CPUs of the
 	// endpoints it serves; Start fails if the set cannot be applied.
 	CPUs []int
+	// Tap, when not nil, records every wire packet of every path in the
+	// path's Tap (tap.go): package capture writes them to pcapng.
+	Tap *TapOptions
 }
 
 // RealtimePriority is the SCHED_FIFO priority of realtime forwarding
@@ -167,6 +170,9 @@ type path struct {
 
 	router netip.Addr                                 // Path.Router
 	icmp   [offload.VirtioNetHdrLen + icmpMaxLen]byte // an ICMP message being sent, behind a zero virtio_net_hdr
+
+	tap   *Tap         // Options.Tap; nil without one
+	marks chan TapMark // under mu: a Mark waiting for the thread
 }
 
 const (
@@ -208,8 +214,15 @@ func Start(clock emu.Clock, opts Options, paths ...Path) (*Forwarder, error) {
 			return nil, fmt.Errorf("forward: eventfd: %w", err)
 		}
 		pp := &path{cpus: opts.CPUs, name: p.Name, from: p.From, to: p.To, pool: p.Pool, clock: clock, wake: wake, realtime: opts.Realtime, advance: opts.TimerAdvance, router: p.Router}
-		pp.link.Store(p.Link)
 		f.paths = append(f.paths, pp)
+		if opts.Tap != nil {
+			if pp.tap, err = newTap(*opts.Tap, p.Pool.BufSize(), p.From.VnetHdr()); err != nil {
+				f.closeWakes()
+				return nil, err
+			}
+			p.Link.SetObserver(pp.tap)
+		}
+		pp.link.Store(p.Link)
 	}
 	reserveProcs(len(f.paths))
 	for _, p := range f.paths {
@@ -295,6 +308,9 @@ func (f *Forwarder) SetLink(i int, link *pipeline.Pipeline, pool *emu.Pool) erro
 		p.mu.Unlock()
 		return fmt.Errorf("forward %s: concurrent SetLink", p.name)
 	}
+	if p.tap != nil {
+		link.SetObserver(p.tap) // not driven yet: the thread takes it below
+	}
 	p.pending, p.pendingPool, p.swapped = link, pool, done
 	p.mu.Unlock()
 	p.signal()
@@ -346,6 +362,10 @@ func (p *path) run() {
 		if p.swapped != nil {
 			close(p.swapped)
 			p.pending, p.pendingPool, p.swapped = nil, nil, nil
+		}
+		if p.marks != nil {
+			close(p.marks)
+			p.marks = nil
 		}
 		p.mu.Unlock()
 	}()
@@ -450,6 +470,8 @@ func (p *path) run() {
 			p.mu.Lock()
 			next, pool, done := p.pending, p.pendingPool, p.swapped
 			p.pending, p.pendingPool, p.swapped = nil, nil, nil
+			marks := p.marks
+			p.marks = nil
 			p.mu.Unlock()
 			if next != nil {
 				link.Flush()
@@ -459,6 +481,9 @@ func (p *path) run() {
 				}
 				p.link.Store(next)
 				close(done)
+			}
+			if marks != nil {
+				marks <- p.mark(link) // buffered: never blocks
 			}
 		}
 	}
@@ -588,6 +613,10 @@ func (p *path) answerTooBig(link *pipeline.Pipeline, orig []byte) {
 		return
 	}
 	p.fragNeeded.Add(1)
+	if p.tap != nil {
+		now := p.clock.Now()
+		p.tap.put(KindICMP, pipeline.Delivered, 0, now, now, 0, p.icmp[h:h+n])
+	}
 }
 
 func (p *path) readFailed(err error) bool {
@@ -726,6 +755,9 @@ func (io *ioVnet) receive(p *path, link *pipeline.Pipeline) bool {
 		// its header (GSO, partial checksum), and is counted per wire
 		// packet. Cutting it up and merging it again would only cost CPU.
 		if n, b, err := offload.WireSize(hdr, pkt); err == nil {
+			if p.tap != nil {
+				p.tap.superPacket(hdr, pkt, p.clock.Now())
+			}
 			io.write(p, io.in[:m])
 			link.Pass(uint64(n), uint64(b))
 			return true

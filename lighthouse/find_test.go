@@ -123,7 +123,7 @@ func TestFindNotInstalled(t *testing.T) {
 	t.Chdir(wd)
 	inst, err := Find()
 	if err == nil {
-		t.Skipf("the test binary sits in a directory with an install (%s)", inst.CLI)
+		testsupport.Unavailable(t, "the test binary sits in a directory with an install (%s)", inst.CLI)
 	}
 	if !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("Find = %v, want ErrNotInstalled", err)

@@ -10,6 +10,7 @@
 package model
 
 import (
+	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/emu"
@@ -31,42 +32,53 @@ var Protocols = []string{ProtoH1, ProtoH1C, ProtoH2, ProtoH3, ProtoTCP, ProtoQUI
 // IsQUIC reports whether proto runs over QUIC (as opposed to TCP).
 func IsQUIC(proto string) bool { return proto == ProtoH3 || proto == ProtoQUIC }
 
-// DefaultCC is the TCP congestion control used where none is chosen.
+// DefaultCC is the congestion control used where none is chosen.
 const DefaultCC = "cubic"
 
-// CongestionControls lists the TCP congestion control algorithms quicbench
-// accepts (in plans, on the command line and for a testbed), DefaultCC first.
+// CongestionControls lists the congestion control algorithms quicbench
+// accepts (in plans, on the command line and for a testbed), DefaultCC
+// first. TCP connections always run the plan's (the kernel's algorithm of
+// that name); a QUIC stack runs it when it can choose, else its own (its
+// stack's CC in package peers says which).
 var CongestionControls = []string{DefaultCC, "bbr", "reno"}
 
-// Client names: who issues the requests of a sample.
-const (
-	ClientBuiltin    = "builtin"    // quicbench's own Go client (net/http, quic-go)
-	ClientChromium   = "chromium"   // headless Chromium driven over DevTools
-	ClientLighthouse = "lighthouse" // Lighthouse auditing the page in headless Chromium
-	ClientFirefox    = "firefox"    // headless Firefox driven over WebDriver BiDi
-	ClientAioquic    = "aioquic"    // aioquic's HTTP/3 client (Python, peers/aioquic/client.py)
-)
-
-// Clients lists every client in documentation order.
-var Clients = []string{ClientBuiltin, ClientChromium, ClientLighthouse, ClientFirefox, ClientAioquic}
-
-// IsBrowser reports whether a client loads pages in a real browser
-// (Chromium, alone or driven by Lighthouse, or Firefox): it runs only page and site
-// tests, speaks h1, h2 and h3, and its samples include the browser's start.
-func IsBrowser(client string) bool {
-	return client == ClientChromium || client == ClientLighthouse || client == ClientFirefox
+// CCName returns the plan's name of a congestion control algorithm that a
+// stack reports under a name of its own: quiche's "bbr2_gcongestion" and
+// "bbr2" are its BBR (plan name "bbr"), "newreno" is "reno". Other names
+// are returned as they are, lower-cased.
+func CCName(reported string) string {
+	switch s := strings.ToLower(reported); s {
+	case "bbr2", "bbr2_gcongestion", "bbrv2", "bbrv1":
+		return "bbr"
+	case "newreno", "new_reno":
+		return "reno"
+	default:
+		return s
+	}
 }
 
-// Server names: which implementation serves a sample's requests.
-const (
-	ServerQuicbench = "quicbench" // quicbench's own server (net/http, quic-go)
-	ServerAioquic   = "aioquic"   // aioquic's HTTP/3 server (Python), HTTP/3 only
-	ServerCaddy     = "caddy"     // Caddy, a production web server, serving files from disk
-)
+// CCLabel names a congestion control algorithm for readers: "Cubic",
+// "BBR", "NewReno" (what the kernel's "reno" and the QUIC stacks' Reno
+// are: RFC 6582 NewReno).
+func CCLabel(name string) string {
+	switch name {
+	case "cubic":
+		return "Cubic"
+	case "bbr":
+		return "BBR"
+	case "reno":
+		return "NewReno"
+	}
+	return name
+}
 
-// Servers lists every server implementation in documentation order,
-// ServerQuicbench (the default) first.
-var Servers = []string{ServerQuicbench, ServerAioquic, ServerCaddy}
+// The names of quicbench's own client and server: the default of every
+// cell. Every other implementation (aioquic, Caddy, the browsers...) is a
+// stack of the registry (package peers), known by its name there.
+const (
+	ClientBuiltin   = "builtin"   // quicbench's own Go client (net/http, quic-go)
+	ServerQuicbench = "quicbench" // quicbench's own server (net/http, quic-go)
+)
 
 // Status is the outcome of one sample.
 type Status string
@@ -132,9 +144,9 @@ type Cell struct {
 	Test           string   // latency, ttfb, handshake, download, upload, multiplex, stream, page, site, cpu
 	Factors        []Factor // grid coordinates and test parameters, in plan order
 	Protocol       string   // one of Protocols
-	Client         string   // ClientBuiltin, ClientChromium, ClientLighthouse, ClientFirefox or ClientAioquic
-	Server         string   // one of Servers; ServerQuicbench unless the plan chose another
-	CC             string   // TCP congestion control: cubic, bbr, reno
+	Client         string   // ClientBuiltin or a client of the registry of stacks (package peers)
+	Server         string   // ServerQuicbench or a server of the registry; ServerQuicbench unless the plan chose another
+	CC             string   // the plan's congestion control: cubic, bbr, reno (TCP always; QUIC where the stack can choose)
 	Metric         string   // name of the primary metric (a key of Sample.Metrics)
 	Unit           string   // unit of the primary metric, e.g. "ms", "Mbit/s"
 	HigherIsBetter bool     // true for goodput; false for times
@@ -298,6 +310,9 @@ type Sample struct {
 	Warnings   []string     // validity warnings (CPU saturation, unexpected drops, clock problems)
 	Timelines  []Series
 	Resources  []Resource
+	// Evidence is stored with the sample (store.DB.InsertSample) and not
+	// loaded back with a dataset: store.DB.Evidence lists it.
+	Evidence []Evidence
 }
 
 // Dataset is everything the statistics and the report need about one run.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/internal/sockdiag"
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 // ccOfConnection opens a TCP connection from the client to the server
@@ -96,7 +97,7 @@ func TestOwnEhash(t *testing.T) {
 	requireRoot(t)
 	hostChild, err := readSysctl("net.ipv4.tcp_child_ehash_entries")
 	if err != nil {
-		t.Skipf("kernel without per-namespace TCP hash tables: %v", err)
+		testsupport.Unavailable(t, "kernel without per-namespace TCP hash tables: %v", err)
 	}
 	host := map[string]string{}
 	for _, k := range ehashDerived {

@@ -36,7 +36,7 @@ func TestPinnedCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(cpus) < 2 {
-		t.Skip("needs 2 CPUs")
+		testsupport.Unavailable(t, "needs 2 CPUs")
 	}
 	tb, err := New(context.Background(), Config{Name: "qbpin", Pin: true})
 	if err != nil {

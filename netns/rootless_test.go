@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/quicbench/quicbench/internal/testsupport"
 )
 
 func TestTunAccessible(t *testing.T) {
@@ -57,7 +59,7 @@ func TestRootlessDifferences(t *testing.T) {
 func TestHostUID(t *testing.T) {
 	b, err := os.ReadFile("/proc/self/uid_map")
 	if err != nil || strings.Join(strings.Fields(string(b)), " ") != "0 0 4294967295" {
-		t.Skipf("not in the host's user namespace: uid_map %q, %v", b, err)
+		testsupport.Unavailable(t, "not in the host's user namespace: uid_map %q, %v", b, err)
 	}
 	if got := HostUID(); got != os.Getuid() {
 		t.Errorf("HostUID() = %d in the host's user namespace, want %d", got, os.Getuid())

@@ -120,6 +120,9 @@ type Config struct {
 	// threads are pinned, and so is every command Testbed.Command starts,
 	// by the side it runs on. New fails when there are not 2 CPUs to use.
 	Pin bool
+	// Tap, when not nil, records every packet across the link in the
+	// forwarder's taps (forward.Options.Tap), for package capture.
+	Tap *forward.TapOptions
 }
 
 // ErrConfig is wrapped by every error New and SetLink return for a bad
@@ -158,6 +161,7 @@ type Testbed struct {
 	advance       bool     // forward.Options.TimerAdvance
 	offloads      int      // the TUN_F_* flags the devices accepted
 	pin           *Pinning // Config.Pin's layout, nil when not pinned
+	tap           *forward.TapOptions
 
 	mu      sync.Mutex
 	up      spec.Link
@@ -222,7 +226,7 @@ func New(ctx context.Context, cfg Config) (*Testbed, error) {
 	if err := checkCC(cfg.CC); err != nil {
 		return nil, &configError{err}
 	}
-	t := &Testbed{name: cfg.Name, cc: cfg.CC, up: cfg.Up, down: cfg.Down, seed: cfg.Seed, offload: !cfg.NoOffload, realtime: !cfg.NoRealtime, advance: !cfg.NoTimerAdvance}
+	t := &Testbed{name: cfg.Name, cc: cfg.CC, up: cfg.Up, down: cfg.Down, seed: cfg.Seed, offload: !cfg.NoOffload, realtime: !cfg.NoRealtime, advance: !cfg.NoTimerAdvance, tap: cfg.Tap}
 	if cfg.Pin {
 		cpus, err := AllowedCPUs()
 		if err != nil {
@@ -326,7 +330,7 @@ func (t *Testbed) build(upP, downP *pipeline.Pipeline) error {
 		}
 	}
 	t.sysctls = sysctls
-	opts := forward.Options{Realtime: t.realtime, TimerAdvance: t.advance}
+	opts := forward.Options{Realtime: t.realtime, TimerAdvance: t.advance, Tap: t.tap}
 	if t.pin != nil {
 		opts.CPUs = t.pin.Emulator
 	}

@@ -780,7 +780,7 @@ func TestRootlessAsOrdinaryUser(t *testing.T) {
 		}
 		return
 	} else if tunAccessible(tunPath) == nil {
-		t.Skipf("unprivileged user namespaces unavailable: %v", err)
+		testsupport.Unavailable(t, "unprivileged user namespaces unavailable: %v", err)
 	}
 	var before unix.Stat_t
 	if err := unix.Stat(tunPath, &before); err != nil {
@@ -797,7 +797,7 @@ func TestRootlessAsOrdinaryUser(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == skipExit {
-		t.Skipf("with a private 0666 TUN node: %s", out)
+		testsupport.Unavailable(t, "with a private 0666 TUN node: %s", out)
 	}
 	if err != nil || !strings.Contains(string(out), "rootless ok uid=0") {
 		t.Fatalf("rootless testbed as nobody, with a private TUN node: %v\n%s", err, out)

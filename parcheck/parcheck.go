@@ -12,8 +12,11 @@
 // report (docs/statistics.md, "Pairs"). Per cell, Compare reports the
 // shift of the medians, the Hodges-Lehmann estimate of the paired
 // difference with its 95% interval, the Wilcoxon signed-rank test,
-// Holm-corrected over the cells, and a verdict: "same" when the medians
-// are within MaxShift of each other and the test finds no difference.
+// Holm-corrected over the cells, and a verdict by the report's rule of
+// practical significance (docs/statistics.md, "Practical significance"):
+// a cell has "moved" only when the test finds a shift and the shift's 95%
+// interval lies wholly outside ±MinEffect of the serial median; otherwise
+// it is the "same".
 //
 // The package is pure: it reads two model.Datasets and computes; the
 // command that takes the runs is quicbench check-parallel.
@@ -33,9 +36,11 @@ import (
 // Config holds the thresholds of the verdicts. The zero value of a field
 // means its default (see Default).
 type Config struct {
-	// MaxShift is the largest |shift of the medians|, as a fraction of the
-	// serial median, that still counts as the same answer (default 0.03).
-	MaxShift float64
+	// MinEffect is the smallest shift of interest, as a fraction of the
+	// serial median (default 0.05, as the report's stats.Config.MinEffect):
+	// a shift whose interval reaches into ±MinEffect is not a move. A
+	// negative value turns the band off: then any significant shift moves.
+	MinEffect float64
 	// Alpha is the significance level of the Holm-adjusted signed-rank
 	// test (default 0.05).
 	Alpha float64
@@ -49,12 +54,12 @@ type Config struct {
 }
 
 // Default returns the configuration used for a zero field.
-func Default() Config { return Config{MaxShift: 0.03, Alpha: 0.05, Level: 0.95, MinPairs: 6} }
+func Default() Config { return Config{MinEffect: 0.05, Alpha: 0.05, Level: 0.95, MinPairs: 6} }
 
 // withDefaults returns c with every zero field replaced by its default.
 func (c Config) withDefaults() Config {
 	d := Default()
-	c.MaxShift = cmp.Or(c.MaxShift, d.MaxShift)
+	c.MinEffect = cmp.Or(c.MinEffect, d.MinEffect)
 	c.Alpha = cmp.Or(c.Alpha, d.Alpha)
 	c.Level = cmp.Or(c.Level, d.Level)
 	c.MinPairs = cmp.Or(c.MinPairs, d.MinPairs)
@@ -66,11 +71,11 @@ type Verdict string
 
 // Verdicts.
 const (
-	// Same: the medians are within MaxShift and the paired test does not
-	// reject "no difference" after Holm's correction.
+	// Same: the paired test does not reject "no difference" after Holm's
+	// correction, or the shift's interval reaches into ±MinEffect.
 	Same Verdict = "same"
-	// Moved: the medians shifted by more than MaxShift, or the paired test
-	// found a difference.
+	// Moved: the paired test found a shift after Holm's correction and its
+	// interval lies wholly outside ±MinEffect.
 	Moved Verdict = "moved"
 	// TooFew: fewer than MinPairs valid pairs; nothing can be said.
 	TooFew Verdict = "too few pairs"
@@ -99,6 +104,8 @@ type Cell struct {
 	// (NaN with 5 pairs or fewer).
 	HLPct   float64
 	HLCIPct stats.Interval
+	// Band is where HLCIPct lies against ±MinEffect (stats.ClassifyEffect).
+	Band stats.Practical
 	// P is the two-sided Wilcoxon signed-rank p-value of the paired
 	// differences, PAdj the same after Holm's correction over the cells
 	// with enough pairs (NaN for the others).
@@ -119,6 +126,11 @@ type Result struct {
 	MaxConcurrency int
 	// Counts of cells per verdict.
 	Same, Moved, TooFew, Missing int
+	// Possibly counts the cells that are the same although the test found
+	// a shift, because its interval reaches into the band; Unshown the
+	// cells that are the same because the test found nothing, but whose
+	// interval reaches beyond the band (too noisy to show them within it).
+	Possibly, Unshown int
 	// Verdict is Moved when a cell moved, else TooFew when a cell had too
 	// few pairs or is missing from a run, else Same.
 	Verdict Verdict
@@ -280,6 +292,7 @@ func compareCell(cell model.Cell, ser, par map[int]*model.Sample, c Config) (Cel
 	hl, ci := stats.HodgesLehmann(d, c.Level)
 	cr.HLPct = pct(hl)
 	cr.HLCIPct = stats.Interval{Lo: pct(ci.Lo), Hi: pct(ci.Hi)}
+	cr.Band = stats.ClassifyEffect(stats.Interval{Lo: cr.HLCIPct.Lo / 100, Hi: cr.HLCIPct.Hi / 100}, c.MinEffect)
 	cr.P = stats.SignedRank(d).P
 	return cr, nil
 }
@@ -303,14 +316,21 @@ func decide(res *Result, c Config) {
 			cr.Verdict = TooFew
 		default:
 			cr.PAdj = adj[i]
-			shift := math.Abs(cr.ShiftPct)
-			// A NaN shift (a serial median of 0) cannot show the same answer
-			// unless both medians are 0.
-			sameMedian := shift <= 100*c.MaxShift || (cr.SerialMedian == 0 && cr.ParallelMedian == 0)
-			// A NaN adjusted p (no non-zero difference) is no evidence of a change.
-			if sameMedian && !(cr.PAdj < c.Alpha) {
+			// A NaN adjusted p (no non-zero difference) is no evidence of a
+			// change. A significant shift without an interval to judge (a
+			// serial median of 0, or the band off) moves.
+			switch significant := cr.PAdj < c.Alpha; {
+			case !significant:
 				cr.Verdict = Same
-			} else {
+				if c.MinEffect > 0 && cr.Band != stats.Inside {
+					res.Unshown++
+				}
+			case cr.Band == stats.Inside || cr.Band == stats.Crosses:
+				cr.Verdict = Same
+				if cr.Band == stats.Crosses {
+					res.Possibly++
+				}
+			default:
 				cr.Verdict = Moved
 			}
 		}
@@ -343,6 +363,13 @@ func decide(res *Result, c Config) {
 	if res.Missing > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d cells are in one run only", res.Missing))
 	}
+	band := stats.BandText(c.MinEffect)
+	if res.Possibly > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d cells shifted significantly, by an amount whose interval reaches into %s: the same by the rule, possibly a small move", res.Possibly, band))
+	}
+	if res.Unshown > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d cells show no significant shift, but their interval reaches beyond %s: too noisy to show them within it", res.Unshown, band))
+	}
 }
 
 // Summary is the one-line conclusion of the check.
@@ -350,11 +377,11 @@ func (r *Result) Summary() string {
 	n := len(r.Cells)
 	switch r.Verdict {
 	case Same:
-		return fmt.Sprintf("same: parallel did not change the answer in any of the %d cells (|median shift| <= %g%%, Holm-adjusted p >= %g)",
-			n, 100*r.Config.MaxShift, r.Config.Alpha)
+		return fmt.Sprintf("same: parallel did not change the answer in any of the %d cells (no shift both significant, Holm-adjusted p < %g, and wholly outside %s)",
+			n, r.Config.Alpha, r.bandText())
 	case Moved:
-		return fmt.Sprintf("moved: parallel changed the answer in %d of %d cells (|median shift| > %g%% or Holm-adjusted p < %g)",
-			r.Moved, n, 100*r.Config.MaxShift, r.Config.Alpha)
+		return fmt.Sprintf("moved: parallel changed the answer in %d of %d cells (a shift significant, Holm-adjusted p < %g, and wholly outside %s)",
+			r.Moved, n, r.Config.Alpha, r.bandText())
 	}
 	if n == 0 {
 		return "too few pairs: the runs have no cells"
@@ -364,6 +391,15 @@ func (r *Result) Summary() string {
 		s += fmt.Sprintf(", %d are in one run only", r.Missing)
 	}
 	return s + ": nothing can be concluded about them"
+}
+
+// bandText is the band as the verdicts state it: "±5%", or "any band"
+// when the rule is off.
+func (r *Result) bandText() string {
+	if r.Config.MinEffect <= 0 {
+		return "no band (off)"
+	}
+	return stats.BandText(r.Config.MinEffect)
 }
 
 // num is a float that encodes as JSON null when it is not finite.
@@ -391,6 +427,7 @@ type jsonCell struct {
 	P              num     `json:"p"`
 	PAdj           num     `json:"p_holm"`
 	MaxConcurrency int     `json:"max_concurrency"`
+	Band           string  `json:"band"`
 	Verdict        Verdict `json:"verdict"`
 }
 
@@ -402,7 +439,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		cells[i] = jsonCell{Key: c.Key, Unit: c.Unit, SerialValid: c.SerialValid, ParallelValid: c.ParallelValid, Pairs: c.Pairs,
 			SerialMedian: num(c.SerialMedian), ParallelMedian: num(c.ParallelMedian), ShiftPct: num(c.ShiftPct),
 			HLPct: num(c.HLPct), HLLoPct: num(c.HLCIPct.Lo), HLHiPct: num(c.HLCIPct.Hi), P: num(c.P), PAdj: num(c.PAdj),
-			MaxConcurrency: c.MaxConcurrency, Verdict: c.Verdict}
+			MaxConcurrency: c.MaxConcurrency, Band: c.Band.String(), Verdict: c.Verdict}
 	}
 	notes := r.Notes
 	if notes == nil {
@@ -411,7 +448,7 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Verdict        Verdict    `json:"verdict"`
 		Summary        string     `json:"summary"`
-		MaxShiftPct    float64    `json:"max_shift_pct"`
+		MinEffectPct   float64    `json:"min_effect_pct"`
 		Alpha          float64    `json:"alpha"`
 		MinPairs       int        `json:"min_pairs"`
 		MaxConcurrency int        `json:"max_concurrency"`
@@ -419,8 +456,10 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Moved          int        `json:"moved"`
 		TooFew         int        `json:"too_few"`
 		Missing        int        `json:"missing"`
+		Possibly       int        `json:"possibly_moved"`
+		Unshown        int        `json:"not_shown_within_band"`
 		Notes          []string   `json:"notes"`
 		Cells          []jsonCell `json:"cells"`
-	}{r.Verdict, r.Summary(), 100 * r.Config.MaxShift, r.Config.Alpha, r.Config.MinPairs, r.MaxConcurrency,
-		r.Same, r.Moved, r.TooFew, r.Missing, notes, cells})
+	}{r.Verdict, r.Summary(), 100 * math.Max(0, r.Config.MinEffect), r.Config.Alpha, r.Config.MinPairs, r.MaxConcurrency,
+		r.Same, r.Moved, r.TooFew, r.Missing, r.Possibly, r.Unshown, notes, cells})
 }

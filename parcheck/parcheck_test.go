@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/stats"
 )
 
 // dataset builds a run of the given cells, each with len(values[key])
@@ -112,9 +113,10 @@ func TestTenPercentShiftMoves(t *testing.T) {
 	}
 }
 
-// A consistent but small shift (1%) is significant with enough pairs: the
-// test alone moves the verdict, whatever the 3% threshold says.
-func TestSignificantSmallShiftMoves(t *testing.T) {
+// A consistent but small shift (1%) is significant with enough pairs, but
+// its interval lies within the ±5% band: the same answer, as the report
+// would call it negligible. With the band off, the test alone moves it.
+func TestSignificantSmallShiftIsSame(t *testing.T) {
 	k := twoCells[:1]
 	ser := map[string][]float64{k[0]: noisy(3, 30, 500, 0.3)}
 	par := map[string][]float64{k[0]: jitter(4, ser[k[0]], 1.01, 0.001)}
@@ -122,8 +124,46 @@ func TestSignificantSmallShiftMoves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := res.Cells[0]; c.Verdict != Moved || math.Abs(c.ShiftPct) > 3 || c.PAdj >= 0.05 {
-		t.Fatalf("cell %+v; want moved by the test, shift under 3%%", c)
+	if c := res.Cells[0]; c.Verdict != Same || c.PAdj >= 0.05 || c.Band != stats.Inside || res.Verdict != Same {
+		t.Fatalf("cell %+v (overall %s); want the same: significant, inside the band", c, res.Verdict)
+	}
+	res, err = Compare(dataset(k, ser, 1), dataset(k, par, 2), Config{MinEffect: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Cells[0]; c.Verdict != Moved || !strings.Contains(res.Summary(), "no band (off)") {
+		t.Fatalf("band off: cell %+v, summary %q; want moved by the test", c, res.Summary())
+	}
+}
+
+// A significant shift of about 5% whose interval reaches into the band is
+// not a move, but a note counts it; a noisy cell the test cannot tell from
+// no shift, with an interval far beyond the band, is noted too.
+func TestBandNotes(t *testing.T) {
+	ser := map[string][]float64{twoCells[0]: noisy(5, 20, 500, 0.3), twoCells[1]: noisy(6, 20, 500, 0.3)}
+	par := map[string][]float64{twoCells[0]: jitter(7, ser[twoCells[0]], 1.05, 0.03), twoCells[1]: jitter(8, ser[twoCells[1]], 1, 0.4)}
+	res, err := Compare(dataset(twoCells, ser, 1), dataset(twoCells, par, 2), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c0, c1 := res.Cells[0], res.Cells[1]
+	if c0.Verdict != Same || c0.Band != stats.Crosses || !(c0.PAdj < 0.05) {
+		t.Errorf("5%% cell %+v; want the same, significant, crossing the band", c0)
+	}
+	if c1.Verdict != Same || c1.Band == stats.Inside || c1.PAdj < 0.05 {
+		t.Errorf("noisy cell %+v; want the same, not significant, not inside the band", c1)
+	}
+	if res.Possibly != 1 || res.Unshown != 1 || len(res.Notes) != 2 {
+		t.Errorf("possibly %d, unshown %d, notes %q", res.Possibly, res.Unshown, res.Notes)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"reaches into ±5%", "too noisy to show them within it", "wholly outside ±5%"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, buf.String())
+		}
 	}
 }
 

@@ -93,8 +93,8 @@ func (r *Result) legend() []string {
 		fmt.Sprintf("HL: Hodges-Lehmann estimate of the paired difference parallel - serial with its %g%% interval, in %% of the serial median.", 100*r.Config.Level),
 		"P: Wilcoxon signed-rank test of the pairs (same cell, same iteration, same emulator seed); P HOLM: Holm-adjusted over the cells.",
 		"CONC: the most testbeds active at once while a parallel sample of the cell ran.",
-		fmt.Sprintf("same: |SHIFT| <= %g%% and P HOLM >= %g; moved: otherwise; too few pairs: fewer than %d.",
-			100*r.Config.MaxShift, r.Config.Alpha, r.Config.MinPairs),
+		fmt.Sprintf("moved: P HOLM < %g and the HL interval wholly outside %s (docs/statistics.md, \"Practical significance\"); same: otherwise; too few pairs: fewer than %d.",
+			r.Config.Alpha, r.bandText(), r.Config.MinPairs),
 	}
 }
 

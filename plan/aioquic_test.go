@@ -19,7 +19,7 @@ tests:
 `)
 	want := []string{
 		"tests[0] (download): protocol h2 skipped for client aioquic: the aioquic client speaks only h3, not h2",
-		"tests[1] (handshake): client aioquic skipped: the aioquic client runs only download, upload, ttfb, latency, multiplex tests, not handshake",
+		"tests[1] (handshake): client aioquic skipped: the aioquic client runs only download, upload, ttfb, latency and multiplex tests, not handshake",
 	}
 	if got := p.Notes(); !reflect.DeepEqual(got, want) {
 		t.Errorf("notes\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -53,13 +53,13 @@ scenarios: [{name: a}]
 tests:
   - test: stream
     client: aioquic
-`, `"aioquic": the aioquic client runs only download, upload, ttfb, latency, multiplex tests, not stream`},
+`, `"aioquic": the aioquic client runs only download, upload, ttfb, latency and multiplex tests, not stream`},
 		{`
 client: aioquic
 scenarios: [{name: a}]
 tests:
   - test: page
-`, `no client can run page: the aioquic client runs only download, upload, ttfb, latency, multiplex tests, not page; set client: builtin`},
+`, `no client can run page: the aioquic client runs only download, upload, ttfb, latency and multiplex tests, not page; set client: builtin`},
 	} {
 		_, err := Parse("plan.yaml", []byte(tc.plan))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // The browser clients other than lighthouse (chromium, and firefox when it
@@ -29,10 +30,12 @@ const (
 	BrowserUploadMaxSize = 1 * gb
 )
 
-// benchClient reports whether a client runs tests in the bench page: every
-// browser client except lighthouse, which audits pages only.
+// benchClient reports whether a client runs tests in the bench page: a
+// browser client whose description says bench (not an audit client, which
+// audits pages only).
 func benchClient(c string) bool {
-	return model.IsBrowser(c) && c != model.ClientLighthouse
+	st, ok := peers.ClientStack(c)
+	return ok && st.Client.Kind == peers.KindBrowser && st.Client.Bench
 }
 
 // noBench says why a browser cannot run a test that has no bench form.

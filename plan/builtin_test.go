@@ -12,8 +12,10 @@ import (
 // Cell and sample counts of the built-in plans, computed by hand from the
 // study designs (see each plan's comments).
 var builtinCounts = map[string]Counts{
-	// 2 scenarios x 5 tests x 3 protocols = 30 cells x 5 iterations, +30 warm-ups.
-	"quick": {Cells: 36, Samples: 384, Warmups: 36},
+	// 2 scenarios x 5 tests x 3 protocols = 30 cells, ttfb's 6 with 20
+	// iterations and the others 10, plus the page in Chromium over the
+	// lossy link: 3 cells x 10; a warm-up each.
+	"quick": {Cells: 33, Samples: 390, Warmups: 33},
 	// Study A, per scenario and protocol: latency, ttfb, download 5MB, upload,
 	// multiplex 10x100KB, multiplex 4x1MB, stream, download 3.4MB, multiplex
 	// 3x3.4MB, page = 10 cells, plus handshake full/resumed (h2) and
@@ -33,7 +35,7 @@ var builtinCounts = map[string]Counts{
 	// from the three servers) = 8 cells each; page by the built-in client,
 	// Chromium and Firefox, 5 cells each = 15. (8 + 8 + 15) x 3 = 93 cells.
 	// Counted: 24 x 10 + 24 x 8 + 15 x 8 + 30 x 4 = 672.
-	"implementations": {Cells: 93, Samples: 672, Warmups: 93},
+	"implementations": {Cells: 117, Samples: 1638, Warmups: 117},
 	// Study C: 5 cases x 4 sizes x 2 protocols, 5 repetitions.
 	"image-transfer": {Cells: 40, Samples: 200, Warmups: 40},
 	// Study D: 3 sites x 3 protocols, 30 loads in Chromium and 10
@@ -53,8 +55,8 @@ var builtinCounts = map[string]Counts{
 
 // Quick variants: 2 iterations, no warm-up.
 var quickCounts = map[string]int{
-	"implementations": 62, // two of the three scenarios
-	"quick":           36, // both scenarios kept, every list single-valued but the page test's two clients
+	"implementations": 78, // two of the three scenarios
+	"quick":           33, // both scenarios kept, the page test's Chromium entry on its one
 	// baseline + bad-network; 3.4MB download capped to 1MB repeats the 5MB
 	// one (dropped); handshake keeps full and 0rtt: per scenario 9 x 2 + 3 = 21;
 	// Chromium and Firefox on baseline only (quickBrowsers): 2 x 9 x 2 more.

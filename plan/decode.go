@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // pos is a position in the plan text (1-based; zero when unknown).
@@ -24,11 +26,14 @@ type doc struct {
 	name, description string
 	seed              uint64
 	iterations        int
-	precision         float64 // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
-	maxIterations     int     // adaptive iterations: the most a group takes (set whenever precision is)
-	maxIterAt         pos     // where max_iterations is set; zero when it is not
-	parallel          int     // testbeds at once (quicbench run --parallel); 0 = not set
-	pin               bool    // emulator, server and client on CPUs of their own (netns.Config.Pin)
+	precision         float64     // adaptive iterations: target half-width, % of the median; 0 = fixed iterations
+	maxIterations     int         // adaptive iterations: the most a group takes (set whenever precision is)
+	maxIterAt         pos         // where max_iterations is set; zero when it is not
+	parallel          int         // testbeds at once (quicbench run --parallel); 0 = not set
+	minEffect         float64     // smallest effect of interest, % of the reference median; 0 = off (when set)
+	minEffectSet      bool        // min_effect is given
+	pin               bool        // emulator, server and client on CPUs of their own (netns.Config.Pin)
+	capture           CaptureSpec // evidence per sample (capture.go)
 	warmup            bool
 	timeout           time.Duration
 	protocols         []string
@@ -44,6 +49,9 @@ type doc struct {
 	// browser clients (plan/browser.go): "" (auto) or "always"; bytes, 0 = the agent's default
 	browserRestart     string
 	browserMemoryLimit int64
+	// stacks are the contract stacks the plan declares (stacks:), their
+	// commands made absolute; declared in the registry (peers.Declare)
+	stacks []*peers.Stack
 }
 
 // scenDoc is one entry of scenarios: a named scenario or a grid block.
@@ -120,7 +128,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "parallel", "pin", "warmup", "protocols", "client", "server", "cc", "timeout", "browser_restart", "browser_memory_limit", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "browser_restart", "browser_memory_limit", "stacks", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -249,6 +257,22 @@ func (d *decoder) percent(n *yaml.Node, path string) (float64, bool) {
 	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	if !ok || err != nil || !(v > 0 && v <= 100) {
 		d.fail(n, path, "expected a percentage such as 5% (more than 0%, at most 100%)")
+		return 0, false
+	}
+	return v, true
+}
+
+// effect reads a smallest effect of interest such as 5% (at least 0%, which
+// turns the rule off, and below 100%).
+func (d *decoder) effect(n *yaml.Node, path string) (float64, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.fail(n, path, "expected a percentage such as 5%, got "+kindName(n))
+		return 0, false
+	}
+	num, ok := strings.CutSuffix(strings.TrimSpace(n.Value), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || !(v >= 0 && v < 100) {
+		d.fail(n, path, "expected a percentage such as 5% (at least 0%, which turns the rule off, and below 100%)")
 		return 0, false
 	}
 	return v, true
@@ -436,6 +460,11 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			out.precision = pct
 		}
 	}
+	if v, ok := f["min_effect"]; ok {
+		if pct, ok := d.effect(v.val, "min_effect"); ok {
+			out.minEffect, out.minEffectSet = pct, true
+		}
+	}
 	if v, ok := f["max_iterations"]; ok {
 		if _, set := f["precision"]; !set {
 			d.fail(v.val, "max_iterations", "only with precision (adaptive iterations): a fixed design runs its iterations")
@@ -456,6 +485,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			}
 		}
 	}
+	d.captureFields(f, out)
 	if v, ok := f["warmup"]; ok {
 		if b, ok := d.boolean(v.val, "warmup"); ok {
 			out.warmup = b
@@ -474,14 +504,17 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			out.protocols = s
 		}
 	}
+	if v, ok := f["stacks"]; ok {
+		out.stacks = d.stacks(v.val)
+	}
 	if v, ok := f["client"]; ok {
 		out.clientPos = at(v.val)
-		if s, ok := d.choices(v.val, "client", model.Clients); ok {
+		if s, ok := d.choices(v.val, "client", peers.Clients()); ok {
 			out.clients = s
 		}
 	}
 	if v, ok := f["server"]; ok {
-		if s, ok := d.choices(v.val, "server", model.Servers); ok {
+		if s, ok := d.choices(v.val, "server", peers.Servers()); ok {
 			out.servers = s
 		}
 	}
@@ -815,7 +848,7 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 			}
 		}
 		if v, ok := f["client"]; ok {
-			if s, ok := d.choices(v.val, path+".client", model.Clients); ok {
+			if s, ok := d.choices(v.val, path+".client", peers.Clients()); ok {
 				t.clients = s
 				for j, c := range s {
 					if why := clientUnsupported(def, c); why != "" {
@@ -834,7 +867,7 @@ func (d *decoder) tests(n *yaml.Node, out *doc) {
 			}
 		}
 		if v, ok := f["server"]; ok {
-			if s, ok := d.choices(v.val, path+".server", model.Servers); ok {
+			if s, ok := d.choices(v.val, path+".server", peers.Servers()); ok {
 				t.servers = s
 				for j, srv := range s {
 					if why := serverUnsupported(def, srv); why != "" {
@@ -956,4 +989,127 @@ func kindWord(k paramKind) string {
 		return "a duration such as 50ms"
 	}
 	return "a string"
+}
+
+// stackKeys are the fields of a contract stack's declaration.
+var stackKeys = []string{"name", "command", "roles", "protocols"}
+
+// stacks decodes the plan's contract stacks (docs/plan-format.md, "Stacks
+// of your own"): a list of declarations, or the path of a YAML file that
+// holds one (relative to the plan's directory). Each is checked
+// (peers.Contract: its command an executable file, relative to the file
+// that declares it) and declared in the registry, so that client: and
+// server: may name it. Declaring runs nothing: the runner runs a contract
+// stack's command only when the user allows it.
+func (d *decoder) stacks(n *yaml.Node) []*peers.Stack {
+	dir, origin := d.baseDir, d.file
+	list := n
+	if n.Kind == yaml.ScalarNode {
+		path, ok := d.path(n, "stacks", n.Value, "stacks")
+		if !ok {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			d.fail(n, "stacks", fmt.Sprintf("the file of stacks: %v", err))
+			return nil
+		}
+		var file yaml.Node
+		if err := yaml.Unmarshal(b, &file); err != nil || len(file.Content) == 0 {
+			d.fail(n, "stacks", fmt.Sprintf("%s: not a YAML list of stacks: %v", path, err))
+			return nil
+		}
+		list, dir, origin = file.Content[0], filepath.Dir(path), path
+	}
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	if list.Kind != yaml.SequenceNode {
+		d.fail(list, "stacks", "expected a list of stacks (name, command, roles, protocols) or the path of a file holding one, got "+kindName(list))
+		return nil
+	}
+	var out []*peers.Stack
+	for i, item := range list.Content {
+		path := fmt.Sprintf("stacks[%d]", i)
+		f, ok := d.mapping(item, path, stackKeys)
+		if !ok {
+			continue
+		}
+		var decl peers.ContractDecl
+		for _, k := range []string{"name", "command"} {
+			v, ok := f[k]
+			if !ok {
+				d.fail(item, path, "missing "+k)
+				continue
+			}
+			if s, ok := d.str(v.val, path+"."+k); ok {
+				if k == "name" {
+					decl.Name = s
+				} else {
+					decl.Command = s
+				}
+			}
+		}
+		if v, ok := f["roles"]; ok {
+			decl.Roles, _ = d.choices(v.val, path+".roles", []string{peers.RoleServer, peers.RoleClient})
+		} else {
+			d.fail(item, path, "missing roles: [server], [client] or both")
+		}
+		if v, ok := f["protocols"]; ok {
+			decl.Protocols, _ = d.choices(v.val, path+".protocols", []string{model.ProtoH3, model.ProtoQUIC})
+		}
+		if decl.Name == "" || decl.Command == "" || len(decl.Roles) == 0 {
+			continue
+		}
+		st, err := peers.Contract(decl, dir, origin)
+		if err == nil {
+			err = peers.Declare(st)
+		}
+		if err != nil {
+			d.fail(item, path, err.Error())
+			continue
+		}
+		if d.baseDir != "" || n.Kind == yaml.ScalarNode {
+			d.resolved = d.resolved || st.Command != decl.Command
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// LoadStacks reads a file of contract stacks (a YAML list of name,
+// command, roles and protocols: what a plan's stacks: holds), declares
+// them in the registry and returns them: `quicbench run --stacks FILE`,
+// the user naming the file whose commands a run may execute.
+func LoadStacks(path string) ([]*peers.Stack, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{file: path, baseDir: filepath.Dir(abs)}
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: abs, Line: 1, Column: 1}
+	stacks := d.stacks(n)
+	if len(d.errs) > 0 {
+		return nil, d.errs.sorted()
+	}
+	if len(stacks) == 0 {
+		return nil, fmt.Errorf("%s: no stacks", path)
+	}
+	return stacks, nil
+}
+
+// WithStacks returns the plan with contract stacks added to those it
+// declares (in its hash and its canonical text, so that a stored run says
+// what it ran); a name it declares already is an error.
+func (p *Plan) WithStacks(stacks []*peers.Stack) (*Plan, error) {
+	q := *p
+	q.d.stacks = slices.Clone(p.d.stacks)
+	for _, st := range stacks {
+		if slices.ContainsFunc(q.d.stacks, func(o *peers.Stack) bool { return o.Name == st.Name }) {
+			return nil, fmt.Errorf("stack %s is declared by the plan too", st.Name)
+		}
+		q.d.stacks = append(q.d.stacks, st)
+	}
+	q.source = nil
+	return &q, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/emu/trace"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // The estimate of a run's duration is an order-of-magnitude model, not a
@@ -97,27 +98,11 @@ const (
 	// client->server direction, comes on top for the built-in client.
 	estRunnerOverhead = 3 * time.Millisecond
 
-	// estChromiumOverhead is what a Chromium sample costs beyond its page
-	// load: starting the browser with a fresh profile, then closing it and
-	// removing the profile (mean 0.60 s over the 36 Chromium samples of a
-	// quick run, 0.99 s over the 279 of a three-sites run).
-	// estChromiumPageWork is the browser's own work inside the load
-	// (renderer, parsing, layout, paint): about 120 ms on a clean link.
-	estChromiumOverhead = 800 * time.Millisecond
-	estChromiumPageWork = 120 * time.Millisecond
-	// estFirefoxOverhead is the same for Firefox: its start with a fresh
-	// profile (the test CA imported, prefs written) and its teardown; 1.75-
-	// 2.2 s mean per server over the 75 Firefox samples of an
-	// implementations run. estAioquicOverhead is what a sample of the
-	// aioquic client costs beyond its requests: the Python interpreter's
-	// start and imports, and its exit (0.44-0.63 s mean per cell there).
-	estFirefoxOverhead = 2 * time.Second
-	estAioquicOverhead = 500 * time.Millisecond
-	// estLighthouseWork is what a Lighthouse audit adds to the page load:
-	// node's start, its own tab, the quiet windows it waits for after the
-	// load (at least 5.25 s of network and CPU quiet), the trace's
-	// processing and the report.
-	estLighthouseWork = 20 * time.Second
+	// What a sample of another client than the built-in one costs beyond
+	// its requests (a program's or a browser's start and teardown), the
+	// browser's own work inside a page load and an audit's work after it
+	// are its stack's (peers.Client's Overhead, Work and AfterLoad in
+	// peers/NAME/stack.yaml), measured there.
 
 	// estTraceFallbackBps is the rate assumed for a trace file that cannot
 	// be read (a plan checked with Parse, whose relative paths are not
@@ -270,11 +255,18 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 	}
 	m := estModel{st: st, up: linkFigures(up), down: linkFigures(down)}
 	m.rtt = up.Delay + down.Delay + estBaseRTT
-	inBrowser := model.IsBrowser(c.Client)
+	var cl *peers.Client
+	if st, ok := peers.ClientStack(c.Client); ok && c.Client != model.ClientBuiltin {
+		cl = st.Client
+	}
+	inBrowser := cl != nil && (cl.Kind == peers.KindBrowser || cl.Kind == peers.KindAudit)
+	if inBrowser {
+		m.pageWork = time.Duration(cl.Work)
+	}
 
 	client := t.estimate(&m, p, inBrowser)
-	if c.Client == model.ClientLighthouse {
-		client = addSat(client, estLighthouseWork)
+	if cl != nil {
+		client = addSat(client, time.Duration(cl.AfterLoad))
 	}
 	if timeout > 0 && client > timeout {
 		client = timeout
@@ -288,12 +280,10 @@ func estimateParams(c *model.Cell, p Params, timeout time.Duration) (time.Durati
 		}
 	}
 	switch {
-	case c.Client == model.ClientFirefox:
-		total = addSat(total, estFirefoxOverhead)
 	case inBrowser:
-		total = addSat(total, estChromiumOverhead)
-	case c.Client == model.ClientAioquic:
-		total = addSat(total, estAioquicOverhead+up.Delay)
+		total = addSat(total, time.Duration(cl.Overhead))
+	case cl != nil:
+		total = addSat(total, time.Duration(cl.Overhead)+up.Delay)
 	default:
 		total = addSat(total, up.Delay) // the drain: the client's close reaches the server
 	}
@@ -382,7 +372,8 @@ type estModel struct {
 	st       stack
 	up, down direction
 	rtt      time.Duration
-	work     estWork // what the estimated sample asks of the machine (CellLoad)
+	work     estWork       // what the estimated sample asks of the machine (CellLoad)
+	pageWork time.Duration // a browser's own work inside a page load (its stack's Work)
 }
 
 // estWork counts the machine's work in an estimated sample: connections
@@ -563,11 +554,11 @@ func (m *estModel) fetchDown(p Params, _ bool) time.Duration {
 // the built-in client.
 func (m *estModel) pageLoad(n int, bytes int64, warm, inBrowser bool) time.Duration {
 	if inBrowser {
-		load := addSat(m.page(n, bytes, false), estChromiumPageWork)
+		load := addSat(m.page(n, bytes, false), m.pageWork)
 		if warm {
 			// A priming load of the same page, then the measured one
 			// over the connections it left open.
-			return sum(load, m.page(n, bytes, true), estChromiumPageWork)
+			return sum(load, m.page(n, bytes, true), m.pageWork)
 		}
 		return load
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // protoUnsupported says why a test cannot run over a protocol ("" if it can).
@@ -19,18 +20,20 @@ func protoUnsupported(t *testDef, p string) string {
 	return ""
 }
 
-// AioquicTests are the tests the aioquic client runs (over h3 only): the
-// transfers over one connection that its program records like the
-// built-in client (peers/aioquic/client.py).
-var AioquicTests = []string{TestDownload, TestUpload, TestTTFB, TestLatency, TestMultiplex}
-
-// clientUnsupported says why a test cannot run with a client ("" if it can).
+// clientUnsupported says why a test cannot run with a client ("" if it can),
+// from the client's description in the registry of stacks.
 func clientUnsupported(t *testDef, c string) string {
-	if model.IsBrowser(c) {
-		return browserTestUnsupported(t, c)
+	st, ok := peers.ClientStack(c)
+	if !ok {
+		return fmt.Sprintf("unknown client %q", c)
 	}
-	if c == model.ClientAioquic && !slices.Contains(AioquicTests, t.name) {
-		return fmt.Sprintf("the aioquic client runs only %s tests, not %s", strings.Join(AioquicTests, ", "), t.name)
+	switch st.Client.Kind {
+	case peers.KindBrowser, peers.KindAudit:
+		return browserTestUnsupported(t, c)
+	case peers.KindFetch, peers.KindCommand:
+		if !slices.Contains(st.Client.Tests, t.name) {
+			return fmt.Sprintf("the %s client runs only %s tests, not %s", c, peers.List(st.Client.Tests), t.name)
+		}
 	}
 	return ""
 }
@@ -38,29 +41,21 @@ func clientUnsupported(t *testDef, c string) string {
 // clientProtoUnsupported says why a client cannot use a protocol ("" if
 // it can).
 func clientProtoUnsupported(p, client string) string {
-	switch {
-	case model.IsBrowser(client):
-		return browserProtoUnsupported(p, client)
-	case client == model.ClientAioquic && p != model.ProtoH3:
-		return fmt.Sprintf("the aioquic client speaks only h3, not %s", p)
-	}
-	return ""
-}
-
-// browserProtoUnsupported says why a browser client cannot use a protocol.
-func browserProtoUnsupported(p, client string) string {
-	switch p {
-	case model.ProtoH1, model.ProtoH2, model.ProtoH3:
+	st, ok := peers.ClientStack(client)
+	if !ok || slices.Contains(st.Client.Protocols, p) {
 		return ""
 	}
-	return fmt.Sprintf("the %s client speaks only h1, h2 and h3, not %s", client, p)
+	return fmt.Sprintf("the %s client speaks only %s, not %s", client, peers.List(st.Client.Protocols), p)
 }
 
 // connectionUnsupported says why a client cannot take a page or site
 // sample with a connection kind.
 func connectionUnsupported(conn, client string) string {
-	if conn == ConnWarm && client == model.ClientLighthouse {
-		return "the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures); use client chromium for connection warm"
+	if conn != ConnWarm {
+		return ""
+	}
+	if st, ok := peers.ClientStack(client); ok && st.Client.ColdOnly != "" {
+		return fmt.Sprintf("the %s client measures cold loads only (%s)", client, st.Client.ColdOnly)
 	}
 	return ""
 }
@@ -632,8 +627,10 @@ func (e *expander) entry(t *testDoc) (entryPlan, bool) {
 		}
 	}
 
-	if slices.Contains(ep.clients, model.ClientLighthouse) && !e.lighthouseTimeout(t, path, label) {
-		return ep, false
+	for _, c := range ep.clients {
+		if !e.clientTimeout(t, path, label, c) {
+			return ep, false
+		}
 	}
 
 	// servers
@@ -742,23 +739,31 @@ func (e *expander) splitByServer(ep *entryPlan, label, client string, ps []strin
 	}
 }
 
-// lighthouseTimeout checks the timeout of a test entry that runs the
-// lighthouse client against LighthouseMinTimeout. A test's own timeout is
-// reported where the test sets it, the plan's where the plan does (the
-// default is long enough).
-func (e *expander) lighthouseTimeout(t *testDoc, path, label string) bool {
+// clientTimeout checks the timeout of a test entry against the shortest
+// per-sample timeout its client works with (the registry's MinTimeout,
+// Lighthouse's 41 s). A test's own timeout is reported where the test sets
+// it, the plan's where the plan does (the default is long enough).
+func (e *expander) clientTimeout(t *testDoc, path, label, client string) bool {
+	st, ok := peers.ClientStack(client)
+	if !ok || st.Client.MinTimeout == 0 {
+		return true
+	}
+	min := time.Duration(st.Client.MinTimeout)
 	timeout, set, where := e.p.d.timeout, e.p.d.timeoutAt, "timeout"
 	if t.timeout > 0 {
 		timeout, set, where = t.timeout, t.timeoutAt, path+".timeout"
 	}
-	if timeout >= LighthouseMinTimeout {
+	if timeout >= min {
 		return true
 	}
-	msg := fmt.Sprintf("the lighthouse client needs a timeout of at least %s: 1s for the browser's start, 10s for the page's load and 30s for Lighthouse's work after the load",
-		formatDuration(LighthouseMinTimeout))
+	why := ""
+	if st.Client.MinTimeoutWhy != "" {
+		why = ": " + st.Client.MinTimeoutWhy
+	}
+	msg := fmt.Sprintf("the %s client needs a timeout of at least %s%s", client, formatDuration(min), why)
 	if t.timeout == 0 {
-		msg = fmt.Sprintf("%s runs the lighthouse client, which %s; raise the plan's timeout or give the test one of its own",
-			label, strings.TrimPrefix(msg, "the lighthouse client "))
+		msg = fmt.Sprintf("%s runs the %s client, which needs a timeout of at least %s%s; raise the plan's timeout or give the test one of its own",
+			label, client, formatDuration(min), why)
 	}
 	e.failAt(set.at, where, set.text, msg)
 	return false

@@ -8,6 +8,7 @@ import (
 
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // The admission rule of parallel runs (quicbench run --parallel N, see
@@ -101,12 +102,11 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 	switch {
 	case c.Test == TestCPU:
 		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the cpu test measures CPU cost"}, nil
-	case model.IsBrowser(c.Client):
-		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "a " + c.Client + " sample's browser is CPU-bound"}, nil
-	case c.Client == model.ClientAioquic:
-		// about 20-30 MB per CPU-second (../shared/research/peers.md):
-		// the quic-go cost model below would underestimate it
-		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: "the aioquic client (Python) is CPU-bound"}, nil
+	case clientExclusive(c.Client) != "":
+		// a browser's processes, a client in Python (aioquic: about
+		// 20-30 MB per CPU-second, ../shared/research/peers.md): the
+		// quic-go cost model below would underestimate them
+		return SampleLoad{CPU: RefCores, Exclusive: true, Reason: clientExclusive(c.Client)}, nil
 	}
 	var rtt time.Duration
 	limited := false
@@ -153,6 +153,15 @@ func CellLoad(c *model.Cell) (SampleLoad, error) {
 		ld.Reason = fmt.Sprintf("it is predicted to keep %.2f CPUs busy", ld.CPU)
 	}
 	return ld, nil
+}
+
+// clientExclusive is why a client's samples run alone (its stack's
+// Exclusive), "" when they need not.
+func clientExclusive(client string) string {
+	if st, ok := peers.ClientStack(client); ok && st.Client != nil {
+		return st.Client.Exclusive
+	}
+	return ""
 }
 
 // LoadBudget is the predicted CPU use that the samples running at once may

@@ -17,8 +17,8 @@ func TestCellLoad(t *testing.T) {
 		reason string
 	}{
 		{"cpu test", estCell(TestCPU, model.ProtoH2, model.ClientBuiltin, "rate 2mbit", "rate 2mbit", "size", "10MB"), "cpu test"},
-		{"chromium", estCell(TestPage, model.ProtoH3, model.ClientChromium, "rate 2mbit", "rate 2mbit"), "chromium"},
-		{"lighthouse", estCell(TestSite, model.ProtoH2, model.ClientLighthouse, "rate 2mbit", "rate 2mbit"), "lighthouse"},
+		{"chromium", estCell(TestPage, model.ProtoH3, "chromium", "rate 2mbit", "rate 2mbit"), "chromium"},
+		{"lighthouse", estCell(TestSite, model.ProtoH2, "lighthouse", "rate 2mbit", "rate 2mbit"), "lighthouse"},
 		{"unlimited link", estCell(TestTTFB, model.ProtoH2, model.ClientBuiltin, "", ""), "no rate limit"},
 		{"loss without delay", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "loss 2%", "loss 2%", "size", "1MB"), "no rate limit"},
 		{"50 MB at 1 Gbit/s", estCell(TestDownload, model.ProtoH3, model.ClientBuiltin, "rate 1gbit delay 1ms", "rate 1gbit delay 1ms", "size", "50MB"), "predicted to keep"},

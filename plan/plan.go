@@ -18,11 +18,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // Defaults of plan-level fields.
@@ -177,6 +179,14 @@ func (p *Plan) TimeoutFor(c *model.Cell) time.Duration {
 // fixed iterations.
 func (p *Plan) Precision() float64 { return p.d.precision }
 
+// MinEffect returns the plan's smallest effect of interest (its min_effect
+// field) as a percentage of the reference median, and whether the plan sets
+// it; 0 turns the rule off. The report calls a difference whose 95%
+// interval lies within plus or minus this share negligible
+// (stats.Config.MinEffect; docs/statistics.md). It does not enter the
+// plan's Hash: it changes how samples are judged, not which are taken.
+func (p *Plan) MinEffect() (pct float64, set bool) { return p.d.minEffect, p.d.minEffectSet }
+
 // Parallel returns the testbeds the plan asks a run to keep active at once
 // (its parallel field; quicbench run --parallel overrides it), or 0 when
 // the plan does not say: then a run takes one sample at a time. The
@@ -274,6 +284,10 @@ func (p *Plan) Hash() string {
 			fmt.Fprintf(h, "min %s %d\n", p.cells[i].Key, p.MinIterationsFor(&p.cells[i]))
 		}
 	}
+	for _, st := range p.d.stacks {
+		// what a contract stack runs is part of what was measured
+		fmt.Fprintf(h, "stack %s %s %v\n", st.Name, st.Command, st.Roles())
+	}
 	for i := range p.cells {
 		c := &p.cells[i]
 		fmt.Fprintf(h, "cell\n%s\n%s\n%s\n%s\n%s\n", c.Key, c.Group, c.Scenario, c.LinkUp, c.LinkDown)
@@ -291,6 +305,11 @@ func (p *Plan) Hash() string {
 func (p *Plan) signature() string {
 	return p.Hash() + "\x00" + p.Name + "\x00" + p.Description + "\x00" + strconv.FormatInt(int64(p.Timeout), 10)
 }
+
+// Stacks returns the contract stacks the plan declares (stacks:), whose
+// commands a run would execute: the runner refuses them unless the user
+// allows commands.
+func (p *Plan) Stacks() []*peers.Stack { return slices.Clone(p.d.stacks) }
 
 // YAML returns the plan as YAML: the text it was parsed from (comments
 // included) when the plan has not been changed since, else a canonical

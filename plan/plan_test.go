@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 func mustParse(t *testing.T, text string) *Plan {
@@ -233,7 +234,7 @@ scenario:
   - name: a
 tests:
   - test: ttfb
-`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, parallel, pin, warmup, protocols, client, server, cc, timeout, scenarios, tests)\n" +
+`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, stacks, scenarios, tests)\n" +
 			"plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)"},
 		{"unknown param", `
 scenarios: [{name: a}]
@@ -290,7 +291,7 @@ tests:
   - test: site
     client: lighthouse
     params: {site: site-39x3mb, connection: [cold, warm]}
-`, `plan.yaml:4:5: tests[0]: no protocol can run site site=site-39x3mb,connection=warm with client lighthouse: the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures); use client chromium for connection warm`},
+`, `plan.yaml:4:5: tests[0]: no protocol can run site site=site-39x3mb,connection=warm with client lighthouse: the lighthouse client measures cold loads only (Lighthouse navigates a tab of its own and clears the origin's data first, so connections a priming load opened would not be what it measures; use client chromium for connection warm)`},
 		{"lighthouse test timeout too short", `
 scenarios: [{name: a}]
 tests:
@@ -313,7 +314,7 @@ tests:
 client: lightouse
 scenarios: [{name: a}]
 tests: [{test: page}]
-`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, chromium, lighthouse, firefox, aioquic)`},
+`, `plan.yaml:2:9: client: "lightouse": unknown value, did you mean "lighthouse"? (allowed: builtin, aioquic, chromium, firefox, lighthouse, ngtcp2, quiche, quinn)`},
 		{"plan-level chromium only", `
 client: chromium
 scenarios: [{name: a}]
@@ -419,7 +420,7 @@ tests: []
 `, `plan.yaml:3:8: tests: empty list: the plan would have zero cells (give at least one of tests)`},
 		{"not a mapping", `- a
 - b
-`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, parallel, pin, warmup, protocols, client, server, cc, timeout, scenarios, tests, got a list`},
+`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, stacks, scenarios, tests, got a list`},
 		{"empty", ``, `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"comment only", "# nothing\n", `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"syntax", "scenarios: [\n", `plan.yaml:1: YAML syntax: did not find expected node content`},
@@ -432,7 +433,7 @@ tests: [{test: ttfb}]
 `, `plan.yaml:4:1: tests: duplicate key`},
 		{"no suggestion for a distant key", `
 base: &b {test: ttfb}
-`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, parallel, pin, warmup, protocols, client, server, cc, timeout, scenarios, tests)
+`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, stacks, scenarios, tests)
 plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)
 plan.yaml:2:1: tests: missing (a plan needs at least one test, e.g. - test: ttfb)`},
 		{"merge key", `
@@ -541,8 +542,11 @@ tests:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ec-cc != estLighthouseWork {
-		t.Errorf("lighthouse sample estimated %v, chromium %v: want a difference of %v", ec, cc, estLighthouseWork)
+	lhs, _ := peers.ClientStack("lighthouse")
+	chs, _ := peers.ClientStack("chromium")
+	want := time.Duration(lhs.Client.AfterLoad) + time.Duration(lhs.Client.Overhead) - time.Duration(chs.Client.Overhead)
+	if want <= 0 || ec-cc != want {
+		t.Errorf("lighthouse sample estimated %v, chromium %v: want a difference of %v (its audit after the load and its overhead beyond Chromium's)", ec, cc, want)
 	}
 }
 
@@ -567,7 +571,7 @@ tests:
 	for _, c := range cells {
 		want := 10 * time.Second
 		if c.Test == "page" {
-			want = LighthouseMinTimeout
+			want = 41 * time.Second
 		}
 		if got := p.TimeoutFor(&c); got != want {
 			t.Errorf("%s: timeout %v, want %v", c.Key, got, want)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // QuickIterations is the iteration count of every test in a Quick variant.
@@ -172,7 +173,7 @@ func quickBrowsers(d doc, tests []testDoc, scen []scenDoc, notes []string) ([]te
 		}
 		var browsers, others []string
 		for _, c := range clients {
-			if model.IsBrowser(c) {
+			if peers.IsBrowser(c) {
 				if clientUnsupported(lookupTest(t.test), c) == "" {
 					browsers = append(browsers, c)
 				}

@@ -65,6 +65,10 @@ func (p *Plan) render() []byte {
 		top.add("precision", scalar(strconv.FormatFloat(d.precision, 'g', -1, 64)+"%"))
 		top.add("max_iterations", intNode(int64(d.maxIterations)))
 	}
+	if d.minEffectSet {
+		// Not in the hash: it changes how samples are judged, not which.
+		top.add("min_effect", scalar(strconv.FormatFloat(d.minEffect, 'g', -1, 64)+"%"))
+	}
 	if d.parallel > 0 {
 		top.add("parallel", intNode(int64(d.parallel)))
 	}
@@ -72,6 +76,7 @@ func (p *Plan) render() []byte {
 		// In the hash: pinning changes what the endpoints compete for.
 		top.add("pin", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
 	}
+	renderCapture(top, d.capture)
 	top.add("warmup", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: strconv.FormatBool(d.warmup)})
 	top.add("protocols", flowList(d.protocols, false))
 	top.add("client", oneOrList(d.clients, false))
@@ -83,6 +88,24 @@ func (p *Plan) render() []byte {
 	top.add("cc", oneOrList(d.ccs, false))
 	top.add("timeout", scalar(formatDuration(p.Timeout)))
 	d.renderBrowser(top)
+	if len(d.stacks) > 0 {
+		list := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, st := range d.stacks {
+			m := newMap()
+			m.add("name", scalar(st.Name))
+			m.add("command", scalar(st.Command))
+			m.add("roles", flowList(st.Roles(), false))
+			var protos []string
+			if st.Server != nil {
+				protos = st.Server.Protocols
+			} else {
+				protos = st.Client.Protocols
+			}
+			m.add("protocols", flowList(protos, false))
+			list.Content = append(list.Content, m.n)
+		}
+		top.add("stacks", list)
+	}
 
 	scen := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, s := range d.scenarios {

@@ -92,7 +92,7 @@ func TestDefaultServerKeepsHash(t *testing.T) {
 
 func TestServerErrors(t *testing.T) {
 	for _, tc := range []struct{ name, plan, want string }{
-		{"unknown server", "server: nginx\n", `server`},
+		{"unknown server", "server: nosuch\n", `server`},
 		{"caddy cannot upload", "tests:\n  - test: upload\n    server: caddy\n", "tests[0].server: \"caddy\": the caddy server cannot serve the upload test"},
 		{"no server left", "server: caddy\ntests:\n  - test: stream\n", "no server can run stream"},
 	} {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // A test is defined once, in a file of its own (test_NAME.go), by a
@@ -135,26 +136,13 @@ var (
 
 func withDefault(p paramDef, def string) paramDef { p.def = def; return p }
 
-// Primary metric of the lighthouse client's cells: Lighthouse's own
-// performance score, 0 to 100 (docs/metrics.md).
-const (
-	LighthouseMetric = "lh_score"
-	LighthouseUnit   = "points"
-)
-
-// LighthouseMinTimeout is the shortest per-sample timeout of a lighthouse
-// cell. The agent tells Lighthouse to stop waiting for the page's load 30 s
-// before the sample's timeout ends (after the browser's start): it needs
-// 5.25 s of network and CPU quiet after the load, then audits. The minimum
-// leaves 10 s for the load and 1 s for the browser's start.
-const LighthouseMinTimeout = 41 * time.Second
-
 // primary returns the primary metric of the test's cells for a client: the
-// test's own, except for the lighthouse client, whose cells compare
-// Lighthouse's performance score (higher is better).
+// test's own, except for a client whose description gives its own (an
+// audit client's score, higher is better).
 func (t *testDef) primary(client string) (metric, unit string, higher bool) {
-	if client == model.ClientLighthouse {
-		return LighthouseMetric, LighthouseUnit, true
+	if st, ok := peers.ClientStack(client); ok && st.Client.Metric != nil {
+		m := st.Client.Metric
+		return m.Name, m.Unit, m.HigherIsBetter
 	}
 	return t.metric, t.unit, t.higher
 }

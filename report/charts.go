@@ -157,17 +157,72 @@ func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
 
 func clamp(v, lo, hi vg.Length) vg.Length { return max(lo, min(hi, v)) }
 
+// logTicks labels a logarithmic axis at 1, 2 and 5 times the powers of ten
+// within it (every integer multiple when that gives fewer than three), so
+// that an axis spanning less than a decade still has labelled ticks.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return nil
+	}
+	gen := func(mults []float64) []plot.Tick {
+		var ts []plot.Tick
+		for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+			for _, m := range mults {
+				v := m * math.Pow(10, e)
+				if v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
+					ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 4, 64)})
+				}
+			}
+		}
+		return ts
+	}
+	ts := gen([]float64{1, 2, 5})
+	if len(ts) < 3 {
+		ts = gen([]float64{1, 2, 3, 4, 5, 6, 7, 8, 9})
+	}
+	if len(ts) == 0 { // no round value within: the ends
+		for _, v := range []float64{lo, hi} {
+			ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+		}
+	}
+	return ts
+}
+
 // barChart draws grouped bars of means with CI whiskers and median marks.
 func barChart(title, caption string, cats []string, series []barSeries, ylabel string) chart {
+	return barChartW(title, caption, cats, series, ylabel, clamp(vg.Points(float64(110+len(cats)*(40+22*len(series)))), 300, 720))
+}
+
+// barChartW is barChart at width w. Where the bars' values span more than
+// ten-fold, the y axis is logarithmic (the bars then start at its foot),
+// so that no bar is drawn as nothing.
+func barChartW(title, caption string, cats []string, series []barSeries, ylabel string, w vg.Length) chart {
 	p := newPlot("", ylabel)
-	p.Add(&barsCI{series: series, ncat: len(cats)})
+	b := &barsCI{series: series, ncat: len(cats)}
+	p.Add(b)
+	if lo, hi := barSpan(series); lo > 0 && hi/lo > 10 {
+		for _, s := range series {
+			for i := range s.lo {
+				if s.lo[i] > 0 {
+					lo = math.Min(lo, s.lo[i])
+				}
+				hi = math.Max(hi, s.hi[i])
+			}
+		}
+		b.base = lo / 1.5
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+		p.Y.Min, p.Y.Max = b.base, hi*1.2
+		p.Y.Label.Text += " (log scale)"
+	}
 	p.NominalX(cats...)
 	p.X.Tick.Label.Font = font.From(sans, 8)
 	lines := 1
 	for _, c := range cats {
 		lines = max(lines, strings.Count(c, "\n")+1)
 	}
-	w := clamp(vg.Points(float64(110+len(cats)*(40+22*len(series)))), 300, 720)
 	h := vg.Points(float64(220 + 10*lines))
 	return finish(title, caption, p, w, h)
 }
@@ -320,6 +375,8 @@ func heatColor(c *stats.Comparison) color.Color {
 		return mix(color.RGBA{R: 33, G: 102, B: 172, A: 255})
 	case stats.Insufficient:
 		return color.Gray{Y: 235}
+	case stats.Negligible:
+		return color.RGBA{R: 220, G: 220, B: 226, A: 255}
 	}
 	return color.White
 }

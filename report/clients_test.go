@@ -20,9 +20,9 @@ func clientsDataset() *model.Dataset {
 		base             float64
 	}{
 		{"lossy", model.ClientBuiltin, page, 100},
-		{"lossy", model.ClientChromium, page, 250},
+		{"lossy", "chromium", page, 250},
 		{"baseline", model.ClientBuiltin, page, 10},
-		{"lossy", model.ClientChromium, []model.Factor{{Name: "objects", Value: "5"}, {Name: "size", Value: "20KB"}}, 80},
+		{"lossy", "chromium", []model.Factor{{Name: "objects", Value: "5"}, {Name: "size", Value: "20KB"}}, 80},
 	} {
 		spec := cellSpec{scenario: c.scenario, test: "page", factors: c.factors, metric: "plt_ms", unit: "ms", client: c.client}
 		for k, proto := range []string{"h2", "h3"} {
@@ -57,8 +57,8 @@ func TestClientTables(t *testing.T) {
 		t.Fatalf("table %+v", ct)
 	}
 	want := []clientRow{
-		{Proto: "h2", Builtin: num(100), Chromium: num(250), NBuiltin: 6, NChromium: 6, Diff: signed(150), Ratio: num(2.5)},
-		{Proto: "h3", Builtin: num(110), Chromium: num(260), NBuiltin: 6, NChromium: 6, Diff: signed(150), Ratio: num(260.0 / 110)},
+		{Proto: "h2", Builtin: num(100), Browser: num(250), NBuiltin: 6, NOther: 6, Diff: signed(150), Ratio: num(2.5)},
+		{Proto: "h3", Builtin: num(110), Browser: num(260), NBuiltin: 6, NOther: 6, Diff: signed(150), Ratio: num(260.0 / 110)},
 	}
 	for i, w := range want {
 		if ct.Rows[i] != w {
@@ -66,11 +66,11 @@ func TestClientTables(t *testing.T) {
 		}
 	}
 	html := string(renderHTML(t, ds, Options{}))
-	if !strings.Contains(html, "Built-in client vs headless Chromium") || !strings.Contains(html, "<td class=\"n\">&#43;150</td>") {
+	if !strings.Contains(html, "Built-in client vs headless browsers") || !strings.Contains(html, "<td class=\"n\">&#43;150</td>") {
 		t.Error("the HTML report lacks the client comparison table")
 	}
 	// Without Chromium cells there is no such section.
-	if html := string(renderHTML(t, smallDataset(), goldenOpts())); strings.Contains(html, "Built-in client vs headless Chromium") {
+	if html := string(renderHTML(t, smallDataset(), goldenOpts())); strings.Contains(html, "Built-in client vs headless browsers") {
 		t.Error("client comparison drawn for a run without Chromium")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/stats"
 )
 
@@ -141,7 +142,7 @@ func diffRuns(a, b *model.Dataset, opts Options) (*runDiff, Options, error) {
 }
 
 func crossText(c *stats.Comparison) string {
-	s := c.Verdict.Text(labelB, labelA, c.A.Cell.HigherIsBetter)
+	s := c.HeadlineAs(labelB, labelA)
 	for i, n := range c.Notes() {
 		if i == 0 && c.Verdict == stats.Insufficient && c.Needed > 0 {
 			s += " (" + n + ")"
@@ -160,6 +161,8 @@ func crossClass(c *stats.Comparison) string {
 		return "a"
 	case stats.Insufficient:
 		return "few"
+	case stats.Negligible:
+		return "neg"
 	}
 	return "ns"
 }
@@ -280,7 +283,8 @@ type comparePage struct {
 	Loose        int
 	BFaster      int
 	AFaster      int
-	NS, Few      int
+	NS, Few, Neg int
+	Band         string // the smallest effect of interest, "±5%"
 	Rule         string
 	Legend       []swatchView
 	Pairs        []pairRow
@@ -331,7 +335,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 	rowsEnv("CPU", func(r model.Run) string { return fmt.Sprintf("%s × %d", orDash(r.Env.CPUModel), r.Env.CPUs) })
 	rowsEnv("TCP congestion control", func(r model.Run) string { return orDash(r.Env.CCClient) + " / " + orDash(r.Env.CCServer) })
 	if na.Browser != "" || nb.Browser != "" {
-		pair("Chromium", orDash(na.Browser), orDash(nb.Browser))
+		pair("browsers", orDash(na.Browser), orDash(nb.Browser))
 	}
 	// per-sample overhead per client (stats.ClientOverhead), summarised
 	// once per run: the total, then the parts either run recorded
@@ -349,7 +353,7 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 		return s.String()
 	}
 	oa, ob := overheads(a), overheads(b)
-	for _, c := range model.Clients {
+	for _, c := range peers.Clients() {
 		ca, okA := oa[c]
 		cb, okB := ob[c]
 		if !okA && !okB {
@@ -403,6 +407,9 @@ func CompareHTML(w io.Writer, a, b *model.Dataset, opts Options, na, nb RunNotes
 			pg.AFaster++
 		case stats.NoDifference:
 			pg.NS++
+		case stats.Negligible:
+			pg.Neg++
+			pg.Band = stats.BandText(m.cmp.MinEffect)
 		default:
 			pg.Few++
 		}

@@ -119,6 +119,8 @@ func verdictClass(c *stats.Comparison) string {
 		return "b"
 	case stats.Insufficient:
 		return "few"
+	case stats.Negligible:
+		return "neg"
 	}
 	return "ns"
 }
@@ -138,7 +140,11 @@ func verdictMethod(cfg stats.Config, n int) string {
 	if cfg.CorrectionScope == stats.ScopeRun {
 		fam = fmt.Sprintf("over all %d comparisons of the run", n)
 	}
-	return fmt.Sprintf("Verdict: Wilcoxon signed-rank test of the pairs (same iteration and seed), Mann-Whitney U when unpaired, Holm-corrected %s, alpha %g; too few samples where the design cannot reach alpha.", fam, cfg.Alpha)
+	band := "no smallest effect of interest"
+	if cfg.MinEffect > 0 {
+		band = "negligible where the 95% CI of the effect lies within " + stats.BandText(cfg.MinEffect)
+	}
+	return fmt.Sprintf("Verdict: Wilcoxon signed-rank test of the pairs (same iteration and seed), Mann-Whitney U when unpaired, Holm-corrected %s, alpha %g; too few samples where the design cannot reach alpha; %s.", fam, cfg.Alpha, band)
 }
 
 // pairName is "h3 vs h2".

@@ -29,7 +29,7 @@ func implRows(an *stats.Analysis) []implRow {
 				Stack: a, Ref: b, Med: num(c.A.Summary.Median), N: strconv.Itoa(c.A.Summary.N),
 				RefMed: num(ref.Summary.Median), Rel: pct(c.RelDiff), P: stats.FormatP(c.P),
 				Cliff:   cliff(c.Cliff, c.Magnitude),
-				Verdict: c.Verdict.Text(a, b, c.A.Cell.HigherIsBetter),
+				Verdict: c.HeadlineAs(a, b),
 				Class:   implClass(c),
 			})
 		}
@@ -47,6 +47,8 @@ func implClass(c *stats.Comparison) string {
 		return "b"
 	case stats.Insufficient:
 		return "few"
+	case stats.Negligible:
+		return "neg"
 	}
 	return "ns"
 }

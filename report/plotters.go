@@ -29,6 +29,7 @@ type barSeries struct {
 type barsCI struct {
 	series []barSeries
 	ncat   int
+	base   float64 // where the bars start: 0, or the foot of a log axis
 }
 
 func (b *barsCI) slot(cat, k int) (x0, x1 float64) {
@@ -50,12 +51,12 @@ func (b *barsCI) Plot(c draw.Canvas, plt *plot.Plot) {
 			}
 			x0, x1 := b.slot(i, k)
 			X0, X1 := trX(x0), trX(x1)
-			Y0, Y1 := trY(0), trY(s.mean[i])
+			Y0, Y1 := trY(b.base), trY(s.mean[i])
 			c.FillPolygon(s.color, c.ClipPolygonY([]vg.Point{{X: X0, Y: Y0}, {X: X0, Y: Y1}, {X: X1, Y: Y1}, {X: X1, Y: Y0}}))
 			xm := (X0 + X1) / 2
 			if !math.IsNaN(s.lo[i]) {
 				cap := (X1 - X0) / 4
-				lo, hi := trY(s.lo[i]), trY(s.hi[i])
+				lo, hi := trY(math.Max(s.lo[i], b.base)), trY(s.hi[i])
 				c.StrokeLines(whisker, c.ClipLinesY([]vg.Point{{X: xm, Y: lo}, {X: xm, Y: hi}})...)
 				c.StrokeLines(whisker, c.ClipLinesY([]vg.Point{{X: xm - cap, Y: lo}, {X: xm + cap, Y: lo}})...)
 				c.StrokeLines(whisker, c.ClipLinesY([]vg.Point{{X: xm - cap, Y: hi}, {X: xm + cap, Y: hi}})...)
@@ -70,7 +71,7 @@ func (b *barsCI) Plot(c draw.Canvas, plt *plot.Plot) {
 
 // DataRange implements plot.DataRanger.
 func (b *barsCI) DataRange() (xmin, xmax, ymin, ymax float64) {
-	ymin, ymax = 0, 0
+	ymin, ymax = b.base, b.base
 	for _, s := range b.series {
 		for i := 0; i < b.ncat; i++ {
 			for _, v := range []float64{s.mean[i], s.lo[i], s.hi[i], s.median[i]} {

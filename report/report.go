@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/stats"
 )
 
@@ -134,20 +135,6 @@ type runView struct {
 	Warmups, Failed            int
 }
 
-type scoreRow struct {
-	Test, Anchor                 string
-	N, QUIC, TCP, NS, Few, Other int
-	Metric                       string
-}
-
-type verdictRow struct {
-	Test, Anchor, Group, Pair string
-	MedA, MedB, Rel, P, Cliff string
-	Family, Method, MinP      string
-	Rule, Verdict, Class      string
-	Worst                     bool // the variant with failures ranked worst
-}
-
 // worstClass is the CSS class of the failures-ranked-worst variant's
 // verdict, as verdictClass is of the main verdict.
 func worstClass(c *stats.Comparison) string {
@@ -163,9 +150,10 @@ type failureRow struct {
 }
 
 type warningRow struct {
-	Text  string
-	Count int
-	Cells string
+	Text   string
+	Count  int
+	NCells int
+	Cells  string
 }
 
 type page struct {
@@ -174,9 +162,9 @@ type page struct {
 	Run           runView
 	Legend        []swatchView
 	Rule          string
-	Score         []scoreRow
-	Verdicts      []verdictRow
+	Answer        *answerView
 	Impls         []implRow
+	Spreads       []spreadView
 	Tests         []*testView
 	Failures      []failureRow
 	Warnings      []warningRow
@@ -205,9 +193,21 @@ func ruleStatement(cfg stats.Config, n int) string {
 		"the direction follows the test's statistic (times: lower is better; goodput: higher is better). "+
 		"“Too few samples” where even the most extreme outcome could not reach α after the correction (min p: the smallest p-value of the test for its sample sizes times the family size), with the pairs needed; "+
 		"“no significant difference” only where the design could have reached α. "+
+		"%s"+
 		"Where the protocols failed at different rates (Fisher's exact test below α, or rates %.0f points apart) the verdict says so, and a second row ranks the failures as the worst values. "+
 		"Page-load rule (study B): a protocol is better when it is at least %.0f%% better in at least %.0f%% of the paired runs (same iteration, same emulator seed); otherwise a tie. See docs/statistics.md.",
-		stats.MaxExactPairs, fam, cfg.Alpha, 100*cfg.FailGap, 100*cfg.Margin, 100*cfg.Share)
+		stats.MaxExactPairs, fam, cfg.Alpha, bandStatement(cfg), 100*cfg.FailGap, 100*cfg.Margin, 100*cfg.Share)
+}
+
+// bandStatement states the rule of practical significance, or that it is
+// off.
+func bandStatement(cfg stats.Config) string {
+	if cfg.MinEffect <= 0 {
+		return "No smallest effect of interest is set: every significant difference is reported as one. "
+	}
+	b := stats.BandText(cfg.MinEffect)
+	return fmt.Sprintf("Smallest effect of interest %s of B's median: where the 95%% interval of the Hodges-Lehmann estimate of the paired differences lies within %s the verdict is “negligible” whatever the p-value (two one-sided tests), "+
+		"and a significant difference whose interval reaches into the band says “possibly negligible”. ", b, b)
 }
 
 func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, error) {
@@ -229,47 +229,13 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 		pg.Run.Failed += len(cs.Failed)
 	}
 	pg.Legend = swatches(protocols(an.Cells))
-
+	ids := make(map[*stats.Comparison]string, len(an.Comparisons))
+	for i, c := range an.Comparisons {
+		ids[c] = fmt.Sprintf("cmp-%d", i+1)
+	}
+	pg.Answer = buildAnswer(an, ids)
 	for _, t := range an.Tests {
-		anc := anchor("test-", t.Name)
-		sr := scoreRow{Test: t.Name, Anchor: anc}
-		if len(t.Groups) > 0 && len(t.Groups[0].Cells) > 0 {
-			sr.Metric = metricDesc(t.Groups[0].Cells[0].Cell)
-		}
-		for _, g := range t.Groups {
-			for _, c := range g.Comparisons {
-				sr.N++
-				switch verdictClass(c) {
-				case "quic":
-					sr.QUIC++
-				case "tcp":
-					sr.TCP++
-				case "ns":
-					sr.NS++
-				case "few":
-					sr.Few++
-				default:
-					sr.Other++
-				}
-				pg.Verdicts = append(pg.Verdicts, verdictRow{
-					Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c),
-					MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff),
-					P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, an.Config),
-					Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP),
-					Verdict: c.Text(), Class: verdictClass(c),
-				})
-				if f := c.Failures; f.Differs {
-					pg.Verdicts = append(pg.Verdicts, verdictRow{
-						Test: t.Name, Anchor: anc, Group: g.Label(), Pair: pairName(c) + ", failures as worst",
-						MedA: "–", MedB: "–", Rel: "–", P: stats.FormatP(f.WorstP), Cliff: "–", Rule: "–",
-						Family: familyText(c), Method: f.Worst.Label(), MinP: stats.FormatP(f.WorstMinP),
-						Verdict: c.WorstText(), Class: worstClass(c), Worst: true,
-					})
-				}
-			}
-		}
-		pg.Score = append(pg.Score, sr)
-		tv, err := buildTest(ds, an, t, opts)
+		tv, err := buildTest(ds, an, t, opts, ids)
 		if err != nil {
 			return nil, err
 		}
@@ -297,9 +263,20 @@ func buildPage(ds *model.Dataset, an *stats.Analysis, opts Options) (*page, erro
 		{"bootstrap resamples", strconv.Itoa(c.Resamples)},
 		{"bootstrap seed", strconv.FormatUint(c.Seed, 10)},
 		{"page-load rule", fmt.Sprintf("≥%.0f%% better in ≥%.0f%% of pairs", 100*c.Margin, 100*c.Share)},
+		{"smallest effect of interest", minEffectText(c)},
 	}
 	pg.Impls = implRows(an)
+	pg.Spreads = spreadViews(an, ids)
 	return pg, nil
+}
+
+// minEffectText describes the smallest effect of interest for the
+// settings table.
+func minEffectText(c stats.Config) string {
+	if c.MinEffect <= 0 {
+		return "off"
+	}
+	return stats.BandText(c.MinEffect) + " of the reference's median (95% CI within: negligible)"
 }
 
 // scopeText describes a correction scope.
@@ -362,7 +339,7 @@ func envRows(ds *model.Dataset, opts Options) []kv {
 		{"TCP congestion control (client / server)", orDash(e.CCClient) + " / " + orDash(e.CCServer)},
 	}
 	if opts.Browser != "" {
-		rows = append(rows, kv{"Chromium", opts.Browser})
+		rows = append(rows, kv{"browsers", opts.Browser})
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Peers)) {
 		rows = append(rows, kv{"peer " + k, e.Peers[k]})
@@ -415,19 +392,20 @@ func overheadRows(ds *model.Dataset) []kv {
 	return rows
 }
 
-// clientName names a client for readers.
+// clientName names a client for readers, with what its samples include
+// (its stack's note in the registry).
 func clientName(c string) string {
-	switch c {
-	case model.ClientBuiltin:
+	if c == model.ClientBuiltin || c == "" {
 		return "built-in client"
-	case model.ClientChromium:
-		return "Chromium (browser start and teardown included)"
-	case model.ClientLighthouse:
-		return "Lighthouse (browser start and teardown included)"
-	case model.ClientFirefox:
-		return "Firefox (browser start and teardown included)"
 	}
-	return c
+	st, ok := peers.ClientStack(c)
+	if !ok {
+		return c
+	}
+	if st.Client.Note != "" {
+		return st.LabelFor("") + " (" + st.Client.Note + ")"
+	}
+	return st.LabelFor("")
 }
 
 // validity lists the failed and invalid samples per cell with their causes,
@@ -506,7 +484,7 @@ func validity(an *stats.Analysis) ([]failureRow, []warningRow) {
 		for i, c := range wc.cells {
 			parts[i] = fmt.Sprintf("%s (%d)", c, wc.per[c])
 		}
-		wrows = append(wrows, warningRow{Text: wc.rng.text(), Count: wc.n, Cells: strings.Join(parts, "; ")})
+		wrows = append(wrows, warningRow{Text: wc.rng.text(), Count: wc.n, NCells: len(wc.cells), Cells: strings.Join(parts, "; ")})
 	}
 	return fails, wrows
 }

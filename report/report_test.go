@@ -92,9 +92,11 @@ func TestHTMLContent(t *testing.T) {
 	out := string(renderHTML(t, smallDataset(), goldenOpts()))
 	for _, want := range []string{
 		// verdicts: h3 faster under loss, h2 better for upload goodput
-		`<td class="v quic">QUIC faster</td>`,
-		`<td class="v tcp">TCP better</td>`,
+		`<td class="v quic" data-l="Verdict">QUIC faster</td>`,
+		`<td class="v tcp" data-l="Verdict">TCP better</td>`,
 		`no significant difference`,
+		// the first screen
+		`<section id="answer">`, `class="fig matrix"`, `class="fig forest"`, `negligible ±5%`,
 		// figures of every study
 		`Mean with 95% CI and median`,     // A
 		`CDF: `,                           // B
@@ -137,6 +139,30 @@ func TestHTMLContent(t *testing.T) {
 	// every chart is an inline SVG with a size
 	if n := strings.Count(out, "<svg "); n < 20 {
 		t.Errorf("only %d charts", n)
+	}
+	// the matrix has one cell per group with comparisons, and every line
+	// of it and of the forest plot links to a row that exists
+	an, err := stats.Analyze(smallDataset(), Options{}.withDefaults(smallDataset()).Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := 0
+	for _, g := range an.Groups {
+		if len(g.Comparisons) > 0 {
+			groups++
+		}
+	}
+	if n := strings.Count(out, `<g class="mcell"`); n != groups || groups != 10 {
+		t.Errorf("%d matrix cells for %d groups, want 10", n, groups)
+	}
+	links := regexp.MustCompile(`<a href="#(cmp-\d+)">`).FindAllStringSubmatch(out, -1)
+	if len(links) < 2*len(an.Comparisons) {
+		t.Errorf("%d links to comparison rows for %d comparisons, want the matrix's and the forest's", len(links), len(an.Comparisons))
+	}
+	for _, l := range links {
+		if !strings.Contains(out, `<tr id="`+l[1]+`">`) {
+			t.Errorf("link to #%s, which no row carries", l[1])
+		}
 	}
 }
 
@@ -242,7 +268,7 @@ func TestCompareGolden(t *testing.T) {
 	nB := len(b.Samples)
 	overB := fmt.Sprintf("%dms / %dms / %dms over %d samples", (nB+1)/2, (95*nB+99)/100, nB, nB)
 	for _, want := range []string{`<td class="v b">B faster</td>`, `(cc differs)`, `v0.66.0`, `<tr class="differs"><th>quic-go</th>`,
-		`<tr class="differs"><th>Chromium</th><td>Chrome/156.0.8078.79</td><td>Chrome/157.0.8100.12</td></tr>`,
+		`<tr class="differs"><th>browsers</th><td>Chrome/156.0.8078.79</td><td>Chrome/157.0.8100.12</td></tr>`,
 		`<tr class="differs"><th>per-sample overhead, built-in client (p50 / p95 / max)</th><td>` + overA.String() + `</td><td>` + overB + `</td></tr>`,
 		`<th>warnings about the whole run</th><td>–</td><td>machine has only 2 CPUs; clock &lt;jumped&gt;</td></tr>`} {
 		if !strings.Contains(ht, want) {

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/stats"
 )
 
@@ -42,10 +43,14 @@ type transportRow struct {
 }
 
 type cmpRow struct {
+	ID                           string // the row's fragment identifier, which the figures link to
 	Group, Pair, MedA, MedB, Rel string
+	Effect                       string // Hodges-Lehmann estimate in % of B's median [95% CI]
 	Paired, HL, PWelch, P, Cliff string
 	Rule, Family, Method, MinP   string
+	Band                         string // where the effect's interval lies against the band
 	Verdict, Class               string
+	Notes                        []string
 	Why                          []string // transport medians of A / B
 	// Worst describes the variant with failures ranked worst ("" when the
 	// failure rates do not differ): its test, p-value and verdict.
@@ -97,6 +102,7 @@ type testView struct {
 	Heatmaps             []chart
 	HeatNote             string
 	Bars                 []chart
+	BarsNote             string
 	CDFs                 []chart
 	SelectNote           string
 	Rows                 []resultRow
@@ -117,7 +123,7 @@ type testView struct {
 	chosenFound bool
 }
 
-func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Options) (*testView, error) {
+func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Options, ids map[*stats.Comparison]string) (*testView, error) {
 	tv := &testView{Name: t.Name, Anchor: anchor("test-", t.Name), Groups: len(t.Groups), Tree: t.Tree}
 	if len(t.Groups) == 0 {
 		return tv, nil
@@ -132,7 +138,7 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 		}
 	}
 	tv.Legend = swatches(testProtocols(t))
-	tablesFor(tv, t, an.Config)
+	tablesFor(tv, t, an.Config, ids)
 	heatmaps(tv, t, opts)
 	bars(tv, t)
 	sel := selectGroups(tv, t, opts.MaxGroupCharts)
@@ -183,21 +189,22 @@ func buildTest(ds *model.Dataset, an *stats.Analysis, t *stats.TestSet, opts Opt
 	return tv, nil
 }
 
-// clientTable sets the built-in client's results next to headless
-// Chromium's for one configuration (scenario, parameters, congestion
-// control) that both clients ran: per protocol, the two medians of the
-// primary metric, their difference and their ratio.
+// clientTable sets the built-in client's results next to a browser's
+// for one configuration (scenario, parameters, congestion control) that
+// both clients ran: per protocol, the two medians of the primary metric,
+// their difference and their ratio.
 type clientTable struct {
-	Title string
-	Unit  string
-	Rows  []clientRow
+	Title  string
+	Client string // the browser, for readers
+	Unit   string
+	Rows   []clientRow
 }
 
 type clientRow struct {
-	Proto               string
-	Builtin, Chromium   string // medians
-	NBuiltin, NChromium int
-	Diff, Ratio         string // Chromium - built-in, Chromium / built-in
+	Proto            string
+	Builtin, Browser string // medians
+	NBuiltin, NOther int
+	Diff, Ratio      string // browser - built-in, browser / built-in
 }
 
 // clientTables pairs the groups of t that differ only by client.
@@ -219,10 +226,10 @@ func clientTables(t *stats.TestSet) []clientTable {
 	var out []clientTable
 	for _, g := range t.Groups {
 		b, ok := builtin[keyOf(g)]
-		if g.Client != model.ClientChromium || !ok {
+		if !peers.IsBrowser(g.Client) || !ok || g.Cells[0].Cell.Unit != b.Cells[0].Cell.Unit {
 			continue
 		}
-		ct := clientTable{Title: b.Label(), Unit: g.Cells[0].Cell.Unit}
+		ct := clientTable{Title: b.Label(), Client: peers.ClientLabel(g.Client, ""), Unit: g.Cells[0].Cell.Unit}
 		for _, cc := range g.Cells {
 			for _, bc := range b.Cells {
 				if bc.Cell.Protocol != cc.Cell.Protocol {
@@ -230,7 +237,7 @@ func clientTables(t *stats.TestSet) []clientTable {
 				}
 				bm, cm := bc.Summary.Median, cc.Summary.Median
 				ct.Rows = append(ct.Rows, clientRow{Proto: cc.Cell.Protocol,
-					Builtin: num(bm), Chromium: num(cm), NBuiltin: bc.Summary.N, NChromium: cc.Summary.N,
+					Builtin: num(bm), Browser: num(cm), NBuiltin: bc.Summary.N, NOther: cc.Summary.N,
 					Diff: signed(cm - bm), Ratio: num(cm / bm)})
 			}
 		}
@@ -255,7 +262,7 @@ func hasResources(t *stats.TestSet) bool {
 }
 
 // tablesFor fills the results (study C), transport and comparison tables.
-func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
+func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.Comparison]string) {
 	for _, g := range t.Groups {
 		ref := refCell(g)
 		for i, cs := range g.Cells {
@@ -294,13 +301,46 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config) {
 			if !math.IsNaN(c.HL) {
 				hl = signed(c.HL) + " " + interval(c.HLCI)
 			}
-			tv.Comparisons = append(tv.Comparisons, cmpRow{Group: g.Label(), Pair: pairName(c),
-				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Paired: paired, HL: hl,
+			tv.Comparisons = append(tv.Comparisons, cmpRow{ID: ids[c], Group: g.Label(), Pair: pairName(c),
+				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Effect: effectText(c), Paired: paired, HL: hl,
 				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
-				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP),
-				Verdict: c.Text(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
+				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP), Band: bandText(c),
+				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c)})
 		}
 	}
+}
+
+// effectText is a comparison's Hodges-Lehmann effect in % of B's median
+// with its interval, "+0.9% [+0.5%, +1.3%]"; the difference of the medians
+// when the design is not paired.
+func effectText(c *stats.Comparison) string {
+	e, ci := effectOf(c)
+	if math.IsNaN(e) || math.IsInf(e, 0) {
+		return "–"
+	}
+	if !ci.Valid() {
+		if !math.IsNaN(c.Effect.Rel) {
+			return shortPct(e) + " [–]"
+		}
+		return shortPct(e) + " (Δ median)"
+	}
+	return shortPct(e) + " [" + shortPct(ci.Lo) + ", " + shortPct(ci.Hi) + "]"
+}
+
+// bandText says where a comparison's interval lies against the smallest
+// effect of interest: "inside ±5%", "crosses ±5%", "outside ±5%", "–".
+func bandText(c *stats.Comparison) string {
+	if c.MinEffect <= 0 || c.Effect.Class == stats.PracticalUnknown {
+		return "–"
+	}
+	b := stats.BandText(c.MinEffect)
+	switch c.Effect.Class {
+	case stats.Inside:
+		return "within " + b
+	case stats.Crosses:
+		return "reaches into " + b
+	}
+	return "wholly beyond " + b
 }
 
 // worstText describes the failures-ranked-worst variant of a comparison
@@ -337,12 +377,13 @@ func multiline(label string) string {
 }
 
 // bars draws study A's bar charts: per configuration and protocol, the mean
-// with its 95% CI and the median, eight configurations per chart.
+// with its 95% CI and the median, eight configurations per chart. When the
+// values of the test's configurations span more than ten-fold, a shared
+// axis would flatten the small ones to nothing: then each configuration
+// gets a panel with its own axis (small multiples).
 func bars(tv *testView, t *stats.TestSet) {
 	protos := testProtocols(t)
-	const per = 8
-	for start := 0; start < len(t.Groups); start += per {
-		gs := t.Groups[start:min(start+per, len(t.Groups))]
+	seriesFor := func(gs []*stats.Group) ([]string, []barSeries) {
 		cats := make([]string, len(gs))
 		series := make([]barSeries, len(protos))
 		for k, p := range protos {
@@ -358,12 +399,51 @@ func bars(tv *testView, t *stats.TestSet) {
 				}
 			}
 		}
+		return cats, series
+	}
+	if len(t.Groups) > 1 {
+		_, all := seriesFor(t.Groups)
+		if lo, hi := barSpan(all); lo > 0 && hi/lo > 10 {
+			for _, g := range t.Groups {
+				cats, series := seriesFor([]*stats.Group{g})
+				cats[0] = ""
+				c := barChartW("", "", cats, series, axisLabel(g.Cells[0].Cell), vg.Points(float64(70+len(protos)*28)))
+				c.Title = g.Label()
+				tv.Bars = append(tv.Bars, c)
+			}
+			tv.BarsNote = fmt.Sprintf("The configurations' values span %.0f-fold: one panel per configuration, each with its own axis.", hi/lo)
+			return
+		}
+	}
+	const per = 8
+	for start := 0; start < len(t.Groups); start += per {
+		gs := t.Groups[start:min(start+per, len(t.Groups))]
+		cats, series := seriesFor(gs)
 		title := "Mean with 95% CI and median, per configuration and protocol"
 		if len(t.Groups) > per {
 			title += fmt.Sprintf(" (configurations %d–%d of %d)", start+1, start+len(gs), len(t.Groups))
 		}
 		tv.Bars = append(tv.Bars, barChart(title, "", cats, series, axisLabel(gs[0].Cells[0].Cell)))
 	}
+}
+
+// barSpan returns the smallest and largest positive median or mean of the
+// series (NaN skipped): the span a shared axis would have to show.
+func barSpan(series []barSeries) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for i := range s.mean {
+			for _, v := range []float64{s.mean[i], s.median[i]} {
+				if v > 0 && !math.IsInf(v, 0) {
+					lo, hi = math.Min(lo, v), math.Max(hi, v)
+				}
+			}
+		}
+	}
+	if math.IsInf(lo, 1) {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 func nans(n int) []float64 {
@@ -410,7 +490,7 @@ func groupCDF(g *stats.Group) chart {
 		series = append(series, cdfSeries{name: cs.Cell.Protocol, color: protoColor(cs.Cell.Protocol), sorted: sortedCopy(cs.Values())})
 		ns = append(ns, fmt.Sprintf("%s n=%d", cs.Cell.Protocol, cs.Summary.N))
 	}
-	return cdfChart("CDF: "+g.Label(), strings.Join(ns, ", "), series, axisLabel(g.Cells[0].Cell), vg.Points(330), vg.Points(220))
+	return cdfChart("CDF: "+g.Label(), strings.Join(ns, ", "), series, axisLabel(g.Cells[0].Cell), vg.Points(260), vg.Points(200))
 }
 
 // holCharts draws, for the representative sample of each protocol, the
@@ -831,6 +911,8 @@ func heatmaps(tv *testView, t *stats.TestSet, opts Options) {
 					switch c.Verdict {
 					case stats.NoDifference:
 						label += " n.s."
+					case stats.Negligible:
+						label += " ≈"
 					case stats.Insufficient:
 						// the effect stays visible where the design cannot decide
 						label += " too few"

@@ -12,13 +12,16 @@ import (
 	"github.com/quicbench/quicbench/stats"
 )
 
-// Text writes a terminal summary of ds to w: per configuration the median of
-// each protocol, then each comparison's difference, adjusted p-value with
-// its family and size, the test that decided, the verdict (with the pairs
-// a design too small would need and any difference in failures) and the
-// page-load rule outcome, in aligned columns; under a comparison whose
-// sides failed at different rates, its variant with failures ranked worst.
-// Then the failed samples and validity warnings.
+// Text writes a terminal summary of ds to w. It opens with the run, its
+// per-sample overheads and the verdict matrix (network scenarios by tests,
+// each cell listing its protocol comparisons, as the HTML report's first
+// screen); then per configuration the median of each protocol, and each
+// comparison's effect with its interval, adjusted p-value with its family
+// and size, the test that decided, the verdict (with the pairs a design
+// too small would need and any difference in failures) and the page-load
+// rule outcome, in aligned columns; under a comparison whose sides failed
+// at different rates, its variant with failures ranked worst. Then the
+// failed samples and validity warnings.
 func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 	an, opts, err := analyze(ds, opts)
 	if err != nil {
@@ -44,14 +47,22 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 		fmt.Fprintln(ew, "Parallel testbeds: "+line+".")
 	}
 	c := an.Config
-	fmt.Fprintf(ew, "Medians per protocol. %s Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
+	if m := textMatrix(an); m != nil {
+		neg := ""
+		if c.MinEffect > 0 {
+			neg = fmt.Sprintf(", ≈ negligible (95%% CI within %s), >~ better but possibly negligible", stats.BandText(c.MinEffect))
+		}
+		fmt.Fprintf(ew, "\nVerdicts by network and test (> better%s, · no significant difference, ? too few samples):\n", neg)
+		table(ew, m)
+	}
+	fmt.Fprintf(ew, "\n%s Effect: Hodges-Lehmann estimate of A - B in %% of B's median [95%% CI]. Rule: >=%.0f%% better in >=%.0f%% of paired runs.\n\n",
 		verdictMethod(c, len(an.Comparisons)), 100*c.Margin, 100*c.Share)
 
 	head := []string{"TEST", "CONFIGURATION", "METRIC"}
 	for _, p := range protos {
 		head = append(head, termSafe(strings.ToUpper(p)))
 	}
-	head = append(head, "COMPARISON", "DIFF", "P(HOLM)", "FAMILY", "DECIDED BY", "VERDICT", "10%/70% RULE")
+	head = append(head, "COMPARISON", "EFFECT [95% CI]", "P(HOLM)", "FAMILY", "DECIDED BY", "VERDICT", "10%/70% RULE")
 	rows := [][]string{head}
 	for _, g := range an.Groups {
 		cell := g.Cells[0].Cell
@@ -77,7 +88,7 @@ func Text(w io.Writer, ds *model.Dataset, opts Options) error {
 					row[k] = ""
 				}
 			}
-			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), pct(cmp.RelDiff), stats.FormatP(cmp.P),
+			rows = append(rows, append(slices.Clone(row), termSafe(pairName(cmp)), strings.ReplaceAll(effectText(cmp), "−", "-"), stats.FormatP(cmp.P),
 				termSafe(familyText(cmp)), cmp.Test.Label(), termSafe(cmp.Text()), termSafe(ruleText(cmp, c))))
 			if f := cmp.Failures; f.Differs {
 				blank := make([]string, len(row))

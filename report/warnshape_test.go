@@ -43,9 +43,9 @@ func TestWarningsGroupedByShape(t *testing.T) {
 	}}
 	_, rows := validity(an)
 	want := []warningRow{
-		{Text: "down: the QUIC sender (server) declared 72–1715 packets lost where the link dropped 0: the client could not keep up", Count: 3, Cells: "a (2); b (1)"},
-		{Text: "client namespace: 37 UDP datagrams dropped", Count: 1, Cells: "a (1)"},
-		{Text: "up: the QUIC sender (client) declared 11 packets lost where the link dropped 0: the server could not keep up", Count: 1, Cells: "b (1)"},
+		{Text: "down: the QUIC sender (server) declared 72–1715 packets lost where the link dropped 0: the client could not keep up", Count: 3, NCells: 2, Cells: "a (2); b (1)"},
+		{Text: "client namespace: 37 UDP datagrams dropped", Count: 1, NCells: 1, Cells: "a (1)"},
+		{Text: "up: the QUIC sender (client) declared 11 packets lost where the link dropped 0: the server could not keep up", Count: 1, NCells: 1, Cells: "b (1)"},
 	}
 	if !reflect.DeepEqual(rows, want) {
 		t.Errorf("rows:\n%+v\nwant\n%+v", rows, want)

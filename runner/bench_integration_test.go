@@ -73,7 +73,7 @@ tests:
 func TestChromiumBenchPhysics(t *testing.T) {
 	needRoot(t)
 	needChromium(t)
-	benchPhysics(t, model.ClientChromium, 1, func(us float64) bool { return us == 5 })
+	benchPhysics(t, "chromium", 1, func(us float64) bool { return us == 5 })
 }
 
 // TestChromiumBenchPhysicsParallel is TestChromiumBenchPhysics on up to 4
@@ -82,7 +82,7 @@ func TestChromiumBenchPhysics(t *testing.T) {
 func TestChromiumBenchPhysicsParallel(t *testing.T) {
 	needRoot(t)
 	needChromium(t)
-	benchPhysics(t, model.ClientChromium, 4, func(us float64) bool { return us == 5 })
+	benchPhysics(t, "chromium", 4, func(us float64) bool { return us == 5 })
 }
 
 // TestFirefoxBenchPhysics is TestChromiumBenchPhysics in headless Firefox,
@@ -91,7 +91,7 @@ func TestChromiumBenchPhysicsParallel(t *testing.T) {
 func TestFirefoxBenchPhysics(t *testing.T) {
 	needRoot(t)
 	needFirefox(t)
-	benchPhysics(t, model.ClientFirefox, 1, func(us float64) bool { return us > 0 && us <= 100 })
+	benchPhysics(t, "firefox", 1, func(us float64) bool { return us > 0 && us <= 100 })
 }
 
 // TestFirefoxBenchPhysicsParallel is TestFirefoxBenchPhysics on up to 4
@@ -99,7 +99,7 @@ func TestFirefoxBenchPhysics(t *testing.T) {
 func TestFirefoxBenchPhysicsParallel(t *testing.T) {
 	needRoot(t)
 	needFirefox(t)
-	benchPhysics(t, model.ClientFirefox, 4, func(us float64) bool { return us > 0 && us <= 100 })
+	benchPhysics(t, "firefox", 4, func(us float64) bool { return us > 0 && us <= 100 })
 }
 
 // benchPhysics runs benchPlan with client on up to parallel testbeds at

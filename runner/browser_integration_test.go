@@ -45,7 +45,7 @@ func checkChromiumSamples(t *testing.T, db string, ds *model.Dataset) map[string
 			continue
 		}
 		plt[c.Scenario+"/"+c.Client+"/"+c.Protocol] = append(plt[c.Scenario+"/"+c.Client+"/"+c.Protocol], s.Value)
-		if c.Client != model.ClientChromium {
+		if c.Client != "chromium" {
 			continue
 		}
 		browserSamples++
@@ -62,7 +62,7 @@ func checkChromiumSamples(t *testing.T, db string, ds *model.Dataset) map[string
 	// protocols x the plan's iterations)
 	want := 0
 	for _, c := range ds.Cells {
-		if c.Test == "page" && c.Client == model.ClientChromium {
+		if c.Test == "page" && c.Client == "chromium" {
 			want += c.Iterations
 		}
 	}

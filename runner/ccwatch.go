@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sockdiag"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // ccPollInterval is how often, while a sample runs, the runner reads the
@@ -189,4 +191,48 @@ func sideOf(side string) netns.Side {
 		return netns.Server
 	}
 	return netns.Client
+}
+
+// checkQUICCC checks the congestion control every QUIC connection of
+// sample s of cell c reported (its TransportStats.CongestionAlgo, by side)
+// against what the side's stack runs for the cell's cc: the plan's when
+// the stack can run it, else the stack's own (peers.CC.QUICFor; quic-go
+// runs NewReno whatever the plan asks). A connection that ran another one
+// than its stack says makes the sample invalid: the comparison would mix
+// congestion controllers without saying so.
+func checkQUICCC(c *model.Cell, s *model.Sample) {
+	cc := cmp.Or(c.CC, model.DefaultCC)
+	var diffs []string
+	for _, t := range s.Transport {
+		if t.Kind != "quic" || t.CongestionAlgo == "" {
+			continue
+		}
+		var st *peers.Stack
+		var ccs peers.CC
+		if t.Side == "server" {
+			x, ok := peers.ServerStack(c.ServerImpl())
+			if !ok {
+				continue
+			}
+			st, ccs = x, x.Server.CC
+		} else {
+			x, ok := peers.ClientStack(c.Client)
+			if !ok {
+				continue
+			}
+			st, ccs = x, x.Client.CC
+		}
+		want, _ := ccs.QUICFor(cc)
+		if t.CongestionAlgo != want {
+			d := fmt.Sprintf("the %s's QUIC (%s) ran %s, where its stack runs %s", sideOf(t.Side), st.Name, t.CongestionAlgo, want)
+			if !slices.Contains(diffs, d) {
+				diffs = append(diffs, d)
+			}
+		}
+	}
+	if len(diffs) == 0 || s.Status != model.StatusOK {
+		return
+	}
+	s.Status = model.StatusInvalid
+	s.Error = fmt.Sprintf("congestion control: plan asked %s, %s", cc, strings.Join(diffs, ", "))
 }

@@ -159,3 +159,35 @@ func TestWatchCC(t *testing.T) {
 		t.Errorf("switched to bbr: sample %s %q (seen %+v)", s.Status, s.Error, seen)
 	}
 }
+
+// TestCheckQUICCC: each QUIC connection must run what its stack runs for
+// the cell's cc: quic-go NewReno whatever the plan asks, aioquic the
+// plan's when it has it.
+func TestCheckQUICCC(t *testing.T) {
+	for _, c := range []struct {
+		server, client, cc, serverRan, clientRan string
+		invalid                                  string
+	}{
+		{"quicbench", "builtin", "cubic", "reno", "reno", ""},
+		{"quicbench", "builtin", "reno", "reno", "reno", ""},
+		{"aioquic", "builtin", "reno", "reno", "reno", ""},
+		{"aioquic", "builtin", "bbr", "cubic", "reno", ""}, // aioquic has no BBR: its default
+		{"aioquic", "builtin", "reno", "cubic", "reno", "the server's QUIC (aioquic) ran cubic, where its stack runs reno"},
+		{"quicbench", "aioquic", "cubic", "reno", "reno", "the client's QUIC (aioquic) ran reno, where its stack runs cubic"},
+		{"quicbench", "builtin", "cubic", "cubic", "reno", "the server's QUIC (quicbench) ran cubic"},
+	} {
+		cell := &model.Cell{Key: "k", Protocol: model.ProtoH3, Server: c.server, Client: c.client, CC: c.cc}
+		s := &model.Sample{Status: model.StatusOK, Transport: []model.TransportStats{
+			{Kind: "quic", Side: "server", CongestionAlgo: c.serverRan},
+			{Kind: "quic", Side: "client", CongestionAlgo: c.clientRan},
+			{Kind: "tcp", Side: "client", CongestionAlgo: "bbr"}, // not this check's
+		}}
+		checkQUICCC(cell, s)
+		switch {
+		case c.invalid == "" && s.Status != model.StatusOK:
+			t.Errorf("%+v: %s %s", c, s.Status, s.Error)
+		case c.invalid != "" && (s.Status != model.StatusInvalid || !strings.Contains(s.Error, c.invalid)):
+			t.Errorf("%+v: %s %q, want invalid with %q", c, s.Status, s.Error, c.invalid)
+		}
+	}
+}

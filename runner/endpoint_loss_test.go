@@ -36,7 +36,7 @@ func TestEndpointLoss(t *testing.T) {
 		{name: "raw QUIC, both directions", cell: &model.Cell{Protocol: model.ProtoQUIC, Client: model.ClientBuiltin},
 			s:    model.Sample{Transport: []model.TransportStats{quic("client", 5000, 72), quic("server", 20000, 1715)}},
 			want: []string{up72, down1715}},
-		{name: "any client: Chromium, with the server's statistics only", cell: &model.Cell{Protocol: model.ProtoH3, Client: model.ClientChromium},
+		{name: "any client: Chromium, with the server's statistics only", cell: &model.Cell{Protocol: model.ProtoH3, Client: "chromium"},
 			s:    model.Sample{Transport: []model.TransportStats{quic("server", 20000, 1715)}},
 			want: []string{down1715}},
 		{name: "connections summed", cell: h3,

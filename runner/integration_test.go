@@ -19,6 +19,7 @@ import (
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/runner"
 	"github.com/quicbench/quicbench/stats"
@@ -340,14 +341,14 @@ func TestStudyPlansQuick(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, c := range mustCells(t, p) {
-				if c.Client == model.ClientFirefox {
+				if c.Client == "firefox" {
 					needFirefox(t)
-				} else if model.IsBrowser(c.Client) {
+				} else if peers.IsBrowser(c.Client) {
 					if _, err := exec.LookPath("chromium"); err != nil {
 						testsupport.Unavailable(t, "chromium is not installed")
 					}
 				}
-				if c.Client == model.ClientLighthouse {
+				if c.Client == "lighthouse" {
 					if _, err := lighthouse.Find(); err != nil {
 						testsupport.Unavailable(t, "Lighthouse is not installed: %v", err)
 					}
@@ -369,7 +370,7 @@ func TestStudyPlansQuick(t *testing.T) {
 					t.Errorf("sample of cell %d: %s: %s", s.CellID, s.Status, s.Error)
 					continue
 				}
-				if client[s.CellID] != model.ClientLighthouse {
+				if client[s.CellID] != "lighthouse" {
 					continue
 				}
 				// A Lighthouse sample's value is its score; the study's
@@ -405,7 +406,7 @@ func checkPrep(t *testing.T, ds *model.Dataset) {
 		for _, x := range c.Factors {
 			f[x.Name] = x.Value
 		}
-		prepares := model.IsBrowser(c.Client) || c.Test == plan.TestLatency ||
+		prepares := peers.IsBrowser(c.Client) || c.Test == plan.TestLatency ||
 			(c.Test == plan.TestHandshake && (f["mode"] == "resumed" || f["mode"] == "0rtt")) ||
 			f["connection"] == plan.ConnWarm
 		ok := s.Prep >= 0 && s.Drain >= 0 && s.Drain+s.Prep <= s.Overhead

@@ -40,6 +40,8 @@ type slot struct {
 	// recorded (recordEnv).
 	tbSysctls map[string]string
 	overhead  overheadMeter
+	// capt is the testbed's capture (capture.go); nil without one.
+	capt *slotCapture
 }
 
 // close stops the slot's agent and server and removes its testbed.
@@ -53,6 +55,7 @@ func (r *slot) close() {
 	for _, s := range r.parked {
 		s.close()
 	}
+	r.closeCapture()
 	if r.tb != nil {
 		r.tb.Close()
 	}

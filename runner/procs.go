@@ -89,13 +89,14 @@ func (a *agentProc) run(ctx context.Context, req workload.Request, res *workload
 	return a.ctl.Call(ctx, control.Run, req, res)
 }
 
-// browserVersion asks the agent which browser its samples of client run
-// (Chromium for chromium and lighthouse, Firefox for firefox).
-func (a *agentProc) browserVersion(ctx context.Context, client string) (string, error) {
+// clientVersion asks the agent which program its samples of client run
+// (a browser's product, "Chrome/156.0.8078.73"), which the agent reads by
+// starting it once as for its samples.
+func (a *agentProc) clientVersion(ctx context.Context, client string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var v string
-	err := a.ctl.Call(ctx, control.BrowserVersion, client, &v)
+	err := a.ctl.Call(ctx, control.ClientVersion, client, &v)
 	return v, err
 }
 

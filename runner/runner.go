@@ -23,9 +23,9 @@ import (
 	"github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/internal/sysinfo"
-	"github.com/quicbench/quicbench/lighthouse"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/stats"
 	"github.com/quicbench/quicbench/store"
@@ -57,6 +57,19 @@ type Options struct {
 	// (0: the plan's parallel field, else 1); the admission rule
 	// (plan.Admission) may run fewer. A resumed run may use another value.
 	Parallel int
+	// Capture adds to what the plan captures per sample (plan.CaptureSpec;
+	// quicbench run --capture): a pcapng file of the emulator's packets
+	// with the connections' TLS secrets, stored with the sample.
+	Capture plan.CaptureSpec
+	// WireTiming runs the emulator's tap without keeping captures, for the
+	// samples' wire_* metrics (TTFB and goodput as the packets show them).
+	WireTiming bool
+	// AllowCommands lets the run execute the commands of the contract
+	// stacks its plan declares (docs/plan-format.md, "Stacks of your
+	// own"): quicbench runs as root, so a plan that declares a command is
+	// code, run only when the user says so. Without it such a plan is
+	// refused before anything runs.
+	AllowCommands bool
 	// Shard, when set (K of N), runs only the blocks of the plan's schedule
 	// that plan.Plan.Shards(N) puts in shard K, each with the pairing and
 	// seeds of the whole run, and records the shard with the run, so that
@@ -125,6 +138,8 @@ type run struct {
 	conc  concurrency
 	// shard is the part of the plan this run takes (zero: all of it).
 	shard plan.Shard
+	// cap is what the run captures per sample (capture.go).
+	cap *runCapture
 }
 
 func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
@@ -134,6 +149,26 @@ func (r *run) execute(ctx context.Context) (_ *Summary, err error) {
 	}
 	defer r.db.Close()
 	steps := Schedule(r.cells, r.runRec.Seed)
+	if unsupported, err := r.unsupportedCells(ctx); err != nil {
+		return nil, err
+	} else if len(unsupported) > 0 {
+		kept := steps[:0]
+		noted := map[string]bool{}
+		for _, s := range steps {
+			why, skip := unsupported[s.Cell.ID]
+			if !skip {
+				kept = append(kept, s)
+				continue
+			}
+			if msg := fmt.Sprintf("cell %s skipped: %s", s.Cell.Key, why); !noted[msg] {
+				noted[msg] = true
+				if err := r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, msg); err != nil {
+					return nil, err
+				}
+			}
+		}
+		steps = kept
+	}
 	if !r.shard.IsZero() {
 		if steps, err = shardSteps(r.plan, steps, r.shard); err != nil {
 			return nil, err
@@ -277,6 +312,13 @@ func (r *run) open(ctx context.Context) error {
 			return fmt.Errorf("%s: run %d is already complete; nothing to resume", r.opts.DB, rec.ID)
 		}
 		p, err := plan.Parse(rec.PlanName+".yaml", []byte(rec.PlanText))
+		if err == nil {
+			r.plan = p
+			if err := r.checkCommands(); err != nil {
+				db.Close()
+				return err
+			}
+		}
 		if err != nil {
 			db.Close()
 			return fmt.Errorf("%s: the stored plan no longer parses with this quicbench: %w", r.opts.DB, err)
@@ -329,6 +371,10 @@ func (r *run) open(ctx context.Context) error {
 	}
 	if _, err := os.Stat(r.opts.DB); err == nil {
 		return fmt.Errorf("%s already exists: continue it with --resume, or choose another file with -o", r.opts.DB)
+	}
+	r.plan = r.opts.Plan
+	if err := r.checkCommands(); err != nil {
+		return err
 	}
 	cells, err := r.opts.Plan.Expand()
 	if err != nil {
@@ -418,6 +464,9 @@ func (r *run) setup(ctx context.Context) error {
 	if err := r.checkPeers(ctx); err != nil {
 		return err
 	}
+	if err := r.setupCapture(ctx); err != nil {
+		return err
+	}
 	t, err := r.newSlot(ctx, 0)
 	if err != nil {
 		return err
@@ -438,12 +487,16 @@ func (r *run) newSlot(ctx context.Context, id int) (*slot, error) {
 	if id > 0 {
 		name += fmt.Sprintf("-%d", id)
 	}
-	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC, Pin: r.plan.Pin()})
+	tb, err := netns.New(ctx, netns.Config{Name: name, Up: up, Down: down, CC: first.CC, Pin: r.plan.Pin(), Tap: r.tapOptions()})
 	if err != nil {
 		return nil, fmt.Errorf("testbed: %w", err)
 	}
 	t := &slot{run: r, id: id, tb: tb}
 	if err := t.recordEnv(ctx, true); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := t.startCapture(); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -497,52 +550,43 @@ func (r *slot) recordEnv(ctx context.Context, first bool) error {
 	return nil
 }
 
-// recordBrowser stores the product and version of the Chromium that takes
-// the run's browser samples (chromium and lighthouse clients), for
-// lighthouse samples Lighthouse's and Node's versions, and for firefox
-// samples Firefox's ("; Firefox/153.7.0" after Chromium's, or alone). The
-// agent starts each browser the same way as for its samples (the same
-// binary search, the same version call), inside the client namespace, and
-// finds Lighthouse the same way; a resumed run refuses other versions than
-// those its earlier samples were taken with. When Lighthouse is not found,
-// a run warning says so and the browsers' versions alone are recorded and
-// checked; a browser whose version cannot be read gets a run warning too.
+// recordBrowser stores the products and versions of the browsers that
+// take the run's samples: for each browser or audit client of the plan,
+// what the agent reads by starting it once inside the client namespace as
+// for its samples ("Chrome/156.0.8078.73", "Firefox/153.8.0", an audit
+// client's own versions after its browser's), each part once, in plan
+// order. A resumed run refuses other versions than those its earlier
+// samples were taken with. A client whose version cannot be read gets a
+// run warning (its samples will fail with the cause) and the others are
+// recorded and checked.
 func (r *slot) recordBrowser(ctx context.Context) error {
-	has := func(clients ...string) bool {
-		return slices.ContainsFunc(r.cells, func(c model.Cell) bool { return slices.Contains(clients, c.Client) })
+	var clients []string
+	for _, c := range r.cells {
+		if peers.IsBrowser(c.Client) && !slices.Contains(clients, c.Client) {
+			clients = append(clients, c.Client)
+		}
 	}
-	if !slices.ContainsFunc(r.cells, func(c model.Cell) bool { return model.IsBrowser(c.Client) }) {
+	if len(clients) == 0 {
 		return nil
 	}
 	warn := func(msg string) error { return r.db.AddRunWarning(context.WithoutCancel(ctx), r.runRec.ID, msg) }
 	var parts []string
-	if has(model.ClientChromium, model.ClientLighthouse) {
-		// The agent, which runs the browser samples, reads it from the same
-		// Chromium in the client namespace.
-		v, err := r.agent.browserVersion(ctx, model.ClientChromium)
+	for _, client := range clients {
+		v, err := r.agent.clientVersion(ctx, client)
 		if err != nil {
-			// The browser samples will fail with the cause; the run goes on.
-			return warn("the Chromium version could not be read: " + err.Error())
+			if err := warn(fmt.Sprintf("the %s samples will fail: its version could not be read: %v", client, err)); err != nil {
+				return err
+			}
+			continue
 		}
-		if has(model.ClientLighthouse) {
-			if inst, err := lighthouse.Find(); err != nil {
-				// The lighthouse samples will fail with the cause; the
-				// Chromium samples go on with their browser checked.
-				if err := warn("the lighthouse samples will fail: " + err.Error()); err != nil {
-					return err
-				}
-			} else {
-				v += fmt.Sprintf("; Lighthouse %s on Node %s", inst.Version, inst.NodeVersion)
+		for _, p := range strings.Split(v, "; ") {
+			if p != "" && !slices.Contains(parts, p) {
+				parts = append(parts, p)
 			}
 		}
-		parts = append(parts, v)
 	}
-	if has(model.ClientFirefox) {
-		v, err := r.agent.browserVersion(ctx, model.ClientFirefox)
-		if err != nil {
-			return warn("the Firefox version could not be read: " + err.Error())
-		}
-		parts = append(parts, v)
+	if len(parts) == 0 {
+		return nil
 	}
 	v := strings.Join(parts, "; ")
 	old, err := r.db.RunBrowser(ctx, r.runRec.ID)

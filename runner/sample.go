@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
@@ -73,23 +72,21 @@ func (r *slot) startEndpoints(ctx context.Context, impl, cc string) error {
 	return nil
 }
 
-// serverPorts are the TLS ports of the server implementations, distinct
-// so that a slot can keep one of each running (slot.parked).
-var serverPorts = map[string]int{model.ServerQuicbench: 4433, model.ServerAioquic: 4434, model.ServerCaddy: 4435}
-
 // serverArgs are the arguments of `quicbench serve --control` for a server
 // of implementation impl whose sockets use congestion control cc.
 func (r *slot) serverArgs(impl, cc string) ([]string, error) {
-	args := []string{"--host", r.tb.Addr(netns.Server).String()}
-	if impl != model.ServerCaddy {
-		// Caddy cannot choose its sockets' cc, and needs not: the
-		// testbed's routes give it the cell's (startEndpoints).
-		args = append(args, "--cc", cc)
-	}
+	// The cell's cc: the testbed's routes give it to every TCP connection
+	// (startEndpoints); over QUIC the server runs it when it can choose.
+	args := []string{"--host", r.tb.Addr(netns.Server).String(), "--cc", cc}
 	if impl != model.ServerQuicbench {
-		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPorts[impl]))
-		if impl == model.ServerCaddy {
-			for _, p := range r.caddyPaths() {
+		args = append(args, "--impl", impl, "--port", strconv.Itoa(serverPort(impl)))
+		ca, err := contractArgs(impl)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, ca...)
+		if servesFiles(impl) {
+			for _, p := range r.filePaths(impl) {
 				args = append(args, "--path", p)
 			}
 		}
@@ -100,15 +97,8 @@ func (r *slot) serverArgs(impl, cc string) ([]string, error) {
 	for _, s := range sortedValues(r.sites) {
 		args = append(args, "--site", s)
 	}
-	if r.opts.KeyLogDir != "" {
-		if err := os.MkdirAll(r.opts.KeyLogDir, 0o700); err != nil {
-			return nil, err
-		}
-		name := fmt.Sprintf("run%d.keys", r.runRec.ID)
-		if r.id > 0 {
-			name = fmt.Sprintf("run%d-testbed%d.keys", r.runRec.ID, r.id)
-		}
-		args = append(args, "--keylog", filepath.Join(r.opts.KeyLogDir, name))
+	if kl := r.serverKeyLog(impl); kl != "" {
+		args = append(args, "--keylog", kl) // runner/capture.go
 	}
 	if r.opts.QlogDir != "" {
 		args = append(args, "--qlog", r.opts.QlogDir)
@@ -156,6 +146,11 @@ func (r *slot) useServer(ctx context.Context, impl, cc string) error {
 	if r.srv != nil && r.srv.info.Impl == impl && r.cc == cc {
 		return nil
 	}
+	if r.srv != nil && r.srv.info.Impl != impl && isCommandServer(r.srv.info.Impl) {
+		// contract servers all listen on port 443: never parked
+		r.srv.close()
+		r.srv = nil
+	}
 	if r.srv != nil && r.srv.info.Impl != impl {
 		if r.parked == nil {
 			r.parked = map[string]*serverProc{}
@@ -184,14 +179,15 @@ func (r *slot) useServer(ctx context.Context, impl, cc string) error {
 	return r.startEndpoints(ctx, impl, cc)
 }
 
-// caddyPaths are the URL paths that the plan's cells served by Caddy
-// request, for Caddy to serve them from files (serve --path).
-func (r *slot) caddyPaths() []string {
+// filePaths are the URL paths that the plan's cells served by impl (a
+// server of files) request, for it to serve them from files (serve
+// --path).
+func (r *slot) filePaths(impl string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for i := range r.cells {
 		c := &r.cells[i]
-		if c.ServerImpl() != model.ServerCaddy {
+		if c.ServerImpl() != impl {
 			continue
 		}
 		params, err := r.requestParams(c)
@@ -255,11 +251,17 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		BrowserRestart: r.plan.BrowserRestart(), BrowserMemoryLimit: r.plan.BrowserMemoryLimit(),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
-			CAPEM: info.CAPEM, SPKI: info.SPKI,
+			CAPEM: info.CAPEM, SPKI: info.SPKI, DirSlash: dirSlash(c.ServerImpl()),
 		},
+		Contract: clientDecl(c.Client),
 	}
 
+	if r.capt != nil {
+		req.KeyLog = r.capt.clientKeys
+	}
 	var w window
+	sc := r.captureBegin(capturePorts(info.Port, info.PlainPort)) // runner/capture.go
+	defer sc.cleanup()
 	w.before = r.snapshot(false)
 	w.start = time.Now()
 	r.conc.begin(r.id)
@@ -287,6 +289,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Drain = time.Since(w.end)
 	}
 	w.after = r.snapshot(true)
+	sc.end(ctx, c, step.Iteration, &w)
 
 	s.Status, s.Error = res.Status, res.Error
 	if how := r.serverDied(); how != "" && s.Status == model.StatusFailed {
@@ -300,6 +303,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	}
 	s.Transport = append(s.Transport, serverStats...)
 	recordCC(c, s, seen, ccErr)
+	checkQUICCC(c, s)
 	s.Timelines = append(res.Timelines, serverSeries...)
 	s.Resources = res.Resources
 	s.Wall = res.Wall
@@ -320,12 +324,16 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
 	s.Warnings = append(s.Warnings, w.warnings(c, up, down, s, res)...)
 
+	if s.Metrics[workload.WireTimed] == 1 {
+		wireMetrics(c, s, sc, res.Bytes)
+	}
 	if v, ok := s.Metrics[c.Metric]; ok {
 		s.Value = v
 	} else if s.Status == model.StatusOK {
 		s.Status = model.StatusFailed
 		s.Error = fmt.Sprintf("the test did not produce its primary metric %s", c.Metric)
 	}
+	sc.store(ctx, s)
 	s.Overhead = r.overhead.storing(s.Wall)
 	s.Prep = prepPart(res.Prep, s.Overhead, s.Drain)
 	if err := r.db.InsertSample(context.WithoutCancel(ctx), s); err != nil {
@@ -496,7 +504,7 @@ func (r *slot) callAgent(ctx context.Context, req workload.Request) (*workload.R
 		timeout = 60 * time.Second
 	}
 	grace := agentGrace
-	if model.IsBrowser(req.Client) {
+	if peers.IsBrowser(req.Client) {
 		grace += browserStartGrace
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout+grace)

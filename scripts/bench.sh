@@ -5,7 +5,7 @@
 # (veth, plain forwarding) where one exists, because shared machines are noisy.
 #
 #   bash scripts/bench.sh            # everything (about 10 minutes on 2 cores)
-#   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, pipeline
+#   bash scripts/bench.sh emulator   # one group: emulator, endpoints, store, report, pipeline, capture
 #   bash scripts/bench.sh quic-queue # an experiment, not in "all": see below
 #
 # Output: the `go test -bench` lines (custom units such as Gbit/s, p50-err-us,
@@ -57,6 +57,21 @@ case $group in all | store)
 esac
 case $group in all | report)
 	bench ./report/ 'BenchmarkHTML100k|BenchmarkText100k' 1x
+	;;
+esac
+case $group in all | capture)
+	# capture: pcap: the tap's and the writer's CPU per packet, then goodput
+	# and emulator CPU with and without a capture at 100 Mbit/s and 1 Gbit/s
+	# (ratios within each round). The answer check (capture on vs off,
+	# check-parallel style, about 3 minutes) is run by `bench.sh
+	# capture-answer`.
+	bench ./forward/ 'BenchmarkTapRecord' 2000000x
+	bench ./capture/ 'BenchmarkWriteRecord' 2000000x
+	bench ./capture/ 'BenchmarkCaptureCost' 5x
+	;;
+esac
+case $group in capture-answer)
+	go test -v -run '^$' -bench 'BenchmarkCaptureSameAnswer' -benchtime 1x -count 1 -timeout 60m ./runner/ 2>&1 | tee -a "$out"
 	;;
 esac
 case $group in quic-queue)

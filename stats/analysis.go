@@ -33,7 +33,7 @@ type Group struct {
 	Test     string
 	Scenario string
 	Client   string
-	Server   string // model.Servers ("" is quicbench's own)
+	Server   string // peers.Servers() ("" is quicbench's own)
 	CC       string
 	Factors  []model.Factor
 	Cells    []*CellStats // in protocol display order
@@ -140,6 +140,9 @@ func Analyze(ds *model.Dataset, c Config) (*Analysis, error) {
 	}
 	if c.CorrectionScope != ScopeFamily && c.CorrectionScope != ScopeRun {
 		return nil, fmt.Errorf("stats: correction scope %q is neither %q nor %q", c.CorrectionScope, ScopeFamily, ScopeRun)
+	}
+	if c.MinEffect >= 1 {
+		return nil, fmt.Errorf("stats: smallest effect of interest %v is not below 1 (100%%)", c.MinEffect)
 	}
 	if c.Resamples < 0 {
 		return nil, fmt.Errorf("stats: %d bootstrap resamples", c.Resamples)

@@ -90,8 +90,10 @@ func TestAnalyzeVerdicts(t *testing.T) {
 		t.Errorf("adjusted p %v vs raw %v", c.P, c.Test.P)
 	}
 	base := a.Groups[1].Comparisons[0]
-	if base.Verdict != NoDifference || base.Text() != "no significant difference" {
-		t.Errorf("baseline verdict %q p=%v", base.Text(), base.P)
+	// not significant, and the 95% interval of the difference lies within
+	// the default ±5%: negligible
+	if base.Significance != NoDifference || base.Verdict != Negligible || base.Text() != "negligible (within ±5%)" {
+		t.Errorf("baseline verdict %q (significance %v) p=%v effect %+v", base.Text(), base.Significance, base.P, base.Effect)
 	}
 	if base.Rule.Outcome != NoDifference || a.Groups[1].BestLabel() != "h2 = h3" {
 		t.Errorf("baseline rule %+v best %q, want a tie", base.Rule, a.Groups[1].BestLabel())

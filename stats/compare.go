@@ -18,6 +18,10 @@ const (
 	NoDifference                // not significant (or, for the page-load rule, a tie)
 	ABetter                     // A is significantly better than B
 	BBetter                     // B is significantly better than A
+	// Negligible: the 95% interval of the difference lies within the
+	// smallest effect of interest (Config.MinEffect), whatever the test
+	// says: equivalent for practical purposes (Effect, ClassifyEffect).
+	Negligible
 )
 
 // Text phrases v for two sides named a and b: "a faster" / "b faster" when
@@ -34,6 +38,8 @@ func (v Verdict) Text(a, b string, higherIsBetter bool) string {
 		return b + word
 	case NoDifference:
 		return "no significant difference"
+	case Negligible:
+		return "negligible"
 	}
 	return "too few samples"
 }
@@ -288,9 +294,17 @@ type Comparison struct {
 	// Cliff is Cliff's delta P(A > B) - P(A < B); Magnitude its label.
 	Cliff     float64
 	Magnitude string
-	// Verdict is decided by P, MinP and Test.Dir at Config.Alpha (see
+	// Significance is the test's verdict, decided by P, MinP and Test.Dir
+	// at Config.Alpha; Verdict is the same unless the difference is
+	// negligible (Effect.Class is Inside), then Negligible (see
 	// Comparison.Decide).
-	Verdict Verdict
+	Significance Verdict
+	Verdict      Verdict
+	// Effect is the Hodges-Lehmann estimate and its interval relative to
+	// B's median, placed against the smallest effect of interest
+	// (Config.MinEffect; MinEffect here, 0 when the rule is off).
+	Effect    Effect
+	MinEffect float64
 	// Rule is the page-load rule over the pairs.
 	Rule PairRule
 	// Failures compares how often A and B failed.
@@ -395,6 +409,8 @@ func Compare(a, b *CellStats, c Config) *Comparison {
 		}
 	}
 	cmp.Failures = compareFailures(a, b, c)
+	cmp.MinEffect = math.Max(0, c.MinEffect)
+	cmp.Effect = effectOf(cmp, cmp.MinEffect)
 	cmp.setFamily("single", 1, 1, c.Alpha)
 	cmp.P, cmp.PWelch, cmp.Failures.WorstP = cmp.Test.P, cmp.Welch.P, cmp.Failures.Worst.P
 	cmp.Decide(c.Alpha)
@@ -530,11 +546,17 @@ func verdictOf(t Test, p, minP, alpha float64, higherIsBetter bool) Verdict {
 	return NoDifference
 }
 
-// Decide sets Verdict and Failures.WorstVerdict from the adjusted p-values
-// and the smallest reachable ones at alpha.
+// Decide sets Significance, Verdict and Failures.WorstVerdict from the
+// adjusted p-values and the smallest reachable ones at alpha: Verdict is
+// Negligible when the difference's interval lies within the smallest effect
+// of interest (Effect.Class Inside), else the test's verdict.
 func (cmp *Comparison) Decide(alpha float64) {
 	h := cmp.A.Cell.HigherIsBetter
-	cmp.Verdict = verdictOf(cmp.Test, cmp.P, cmp.MinP, alpha, h)
+	cmp.Significance = verdictOf(cmp.Test, cmp.P, cmp.MinP, alpha, h)
+	cmp.Verdict = cmp.Significance
+	if cmp.Effect.Class == Inside {
+		cmp.Verdict = Negligible
+	}
 	f := &cmp.Failures
 	f.WorstVerdict = verdictOf(f.Worst, f.WorstP, f.WorstMinP, alpha, h)
 }
@@ -641,11 +663,11 @@ func (cmp *Comparison) Names() (a, b string) {
 }
 
 // Text is the verdict phrased for the reader with its notes, e.g. "QUIC
-// faster", "too few samples (needs 11 pairs)" or "h3 faster; h2 timed out
-// 6 of 30, h3 0 of 30 (Fisher p 0.024)".
+// faster", "h1 faster, possibly negligible", "negligible (within ±5%)",
+// "too few samples (needs 11 pairs)" or "h3 faster; h2 timed out 6 of 30,
+// h3 0 of 30 (Fisher p 0.024)".
 func (cmp *Comparison) Text() string {
-	a, b := cmp.Names()
-	s := cmp.Verdict.Text(a, b, cmp.A.Cell.HigherIsBetter)
+	s := cmp.Headline()
 	notes := cmp.Notes()
 	if cmp.Verdict == Insufficient && cmp.Needed > 0 {
 		s += " (" + notes[0] + ")"
@@ -655,6 +677,26 @@ func (cmp *Comparison) Text() string {
 		s += "; " + n
 	}
 	return s
+}
+
+// Headline is the verdict phrased for the reader without its notes: "QUIC
+// faster", "h1 faster, possibly negligible", "negligible (within ±5%)",
+// "no significant difference" or "too few samples".
+func (cmp *Comparison) Headline() string {
+	a, b := cmp.Names()
+	return cmp.HeadlineAs(a, b)
+}
+
+// HeadlineAs is Headline with the sides named a and b, for comparisons
+// whose sides are not protocols (two runs, two implementations).
+func (cmp *Comparison) HeadlineAs(a, b string) string {
+	switch {
+	case cmp.Verdict == Negligible:
+		return negligibleText(cmp.MinEffect)
+	case cmp.PossiblyNegligible():
+		return cmp.Verdict.Text(a, b, cmp.A.Cell.HigherIsBetter) + ", possibly negligible"
+	}
+	return cmp.Verdict.Text(a, b, cmp.A.Cell.HigherIsBetter)
 }
 
 // WorstText is the verdict of the variant with failures ranked worst.

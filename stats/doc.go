@@ -49,6 +49,18 @@
 // Holm-adjusted too, and shown beside it, but does not decide: page and
 // transfer times are skewed and heavy-tailed, which a rank test tolerates.
 //
+// A significant difference need not matter. Each comparison's
+// Hodges-Lehmann estimate and its interval, relative to B's median
+// (Comparison.Effect), are placed against a band of ±Config.MinEffect (5%
+// by default): an interval within it makes the verdict Negligible (two
+// one-sided tests), and a significant verdict whose interval reaches into
+// it is "possibly negligible" (ClassifyEffect). Comparison.Significance
+// keeps the test's own verdict.
+//
+// Where a protocol was measured by several implementations, Spreads sets
+// each configuration's cells side by side and Decompose splits the
+// variation of their log medians between protocol and implementation.
+//
 // Failures are compared too: Fisher's exact test on the failed and valid
 // counts of A and B, and a variant of the test that ranks failed samples
 // as the worst values (Failures). docs/statistics.md states every method

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // ScopeImplementations names the family of the comparisons across
@@ -28,25 +29,10 @@ type ImplSet struct {
 
 // StackName names a cell's client and server implementations for readers,
 // e.g. "quic-go → aioquic" (the built-in client is quic-go over QUIC and Go's
-// net/http over TCP; so is quicbench's server).
+// net/http over TCP; so is quicbench's server), from the registry of stacks;
+// a name the registry does not know (a contract stack) is shown as it is.
 func StackName(c *model.Cell) string {
-	own := "Go net/http"
-	if model.IsQUIC(c.Protocol) {
-		own = "quic-go"
-	}
-	client := map[string]string{model.ClientChromium: "Chromium", model.ClientLighthouse: "Lighthouse",
-		model.ClientFirefox: "Firefox", model.ClientAioquic: "aioquic"}[c.Client]
-	if client == "" {
-		client = own
-		if c.Client != "" && c.Client != model.ClientBuiltin {
-			client = c.Client
-		}
-	}
-	server := map[string]string{model.ServerAioquic: "aioquic", model.ServerCaddy: "Caddy"}[c.Server]
-	if server == "" {
-		server = own
-	}
-	return client + " → " + server
+	return peers.ClientLabel(c.Client, c.Protocol) + " → " + peers.ServerLabel(c.ServerImpl(), c.Protocol)
 }
 
 // implementationSets finds the cells of a that differ only by client and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 )
 
 // Spread is a distribution of durations by nearest rank: its median, 95th
@@ -124,7 +125,7 @@ type OverheadPart struct {
 
 // Parts lists the parts of o to show under its total, in order: the link
 // drain (if recorded), the test's unmeasured preparation (if recorded) and
-// the rest, the runner's own work (with, for Chromium, the browser's
+// the rest, the runner's own work (with, for a browser, the browser's
 // teardown). It is empty when neither drain nor preparation was recorded
 // (a run of an older quicbench, or samples that had neither), as the rest is
 // then the total.
@@ -140,7 +141,7 @@ func OverheadParts(client string, drain, prep bool) []OverheadPart {
 	if !drain && !prep {
 		return nil
 	}
-	inBrowser := model.IsBrowser(client)
+	inBrowser := peers.IsBrowser(client)
 	var parts []OverheadPart
 	if drain {
 		parts = append(parts, OverheadPart{"waiting for connections to close across the link",
@@ -148,11 +149,13 @@ func OverheadParts(client string, drain, prep bool) []OverheadPart {
 	}
 	if prep {
 		what := "connecting, priming"
-		switch client {
-		case model.ClientChromium, model.ClientFirefox:
-			what = "browser start; a warm page's priming load or the bench page's load"
-		case model.ClientLighthouse:
-			what = "browser start"
+		if st, ok := peers.ClientStack(client); ok {
+			switch {
+			case st.Client.Kind == peers.KindBrowser && st.Client.Bench:
+				what = "browser start; a warm page's priming load or the bench page's load"
+			case inBrowser:
+				what = "browser start"
+			}
 		}
 		parts = append(parts, OverheadPart{"the test's unmeasured preparation (" + what + ")",
 			func(o ClientOverhead) Spread { return o.Prep }})

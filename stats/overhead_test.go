@@ -37,17 +37,17 @@ func TestSpreadOf(t *testing.T) {
 func TestOverheadsPerClient(t *testing.T) {
 	ms := time.Millisecond
 	in := []OverheadSample{
-		{Client: model.ClientChromium, Overhead: 900 * ms, Prep: 600 * ms},
+		{Client: "chromium", Overhead: 900 * ms, Prep: 600 * ms},
 		{Client: model.ClientBuiltin, Overhead: 30 * ms, Drain: 26 * ms},
 		{Client: model.ClientBuiltin, Overhead: 3 * ms, Drain: 1 * ms},
 		// latency and handshake samples: warm-up or priming before the
 		// measured part
 		{Client: model.ClientBuiltin, Overhead: 160 * ms, Drain: 26 * ms, Prep: 131 * ms},
 		{Client: model.ClientBuiltin, Overhead: 150 * ms, Drain: 25 * ms, Prep: 120 * ms},
-		{Client: model.ClientChromium, Overhead: 1100 * ms, Prep: 650 * ms},
+		{Client: "chromium", Overhead: 1100 * ms, Prep: 650 * ms},
 	}
 	got := Overheads(in)
-	if len(got) != 2 || got[0].Client != model.ClientBuiltin || got[1].Client != model.ClientChromium {
+	if len(got) != 2 || got[0].Client != model.ClientBuiltin || got[1].Client != "chromium" {
 		t.Fatalf("clients %+v, want builtin first, then chromium", got)
 	}
 	// nearest rank over 4 values: p50 the 2nd, p95 the 4th
@@ -63,7 +63,7 @@ func TestOverheadsPerClient(t *testing.T) {
 	}
 	// nearest rank over 2 values: p50 the 1st, p95 the 2nd
 	want = ClientOverhead{
-		Client: model.ClientChromium,
+		Client: "chromium",
 		Total:  Spread{P50: 900 * ms, P95: 1100 * ms, Max: 1100 * ms, N: 2},
 		Drain:  Spread{N: 2},
 		Prep:   Spread{P50: 600 * ms, P95: 650 * ms, Max: 650 * ms, N: 2},
@@ -73,7 +73,7 @@ func TestOverheadsPerClient(t *testing.T) {
 		t.Errorf("chromium\n got %+v\nwant %+v", got[1], want)
 	}
 	ds := &model.Dataset{
-		Cells: []model.Cell{{ID: 1, Client: model.ClientBuiltin}, {ID: 2, Client: model.ClientChromium}},
+		Cells: []model.Cell{{ID: 1, Client: model.ClientBuiltin}, {ID: 2, Client: "chromium"}},
 		Samples: []model.Sample{
 			{CellID: 2, Overhead: 900 * ms, Prep: 600 * ms},
 			{CellID: 1, Overhead: 30 * ms, Drain: 26 * ms},

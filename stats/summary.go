@@ -33,6 +33,12 @@ type Config struct {
 	// from which a comparison notes it even when Fisher's test is not
 	// significant (default 0.2: 20 percentage points).
 	FailGap float64
+	// MinEffect is the smallest effect of interest, as a fraction of the
+	// reference's median (default 0.05: ±5%): a difference whose 95%
+	// interval lies within ±MinEffect is negligible, and a significant one
+	// whose interval reaches into the band is "possibly negligible"
+	// (Effect, ClassifyEffect). A negative value turns the rule off.
+	MinEffect float64
 }
 
 // Correction scopes (Config.CorrectionScope).
@@ -44,7 +50,7 @@ const (
 // Default returns the configuration used when a field is left zero.
 func Default() Config {
 	return Config{Level: 0.95, Alpha: 0.05, Resamples: 2000, Seed: 1, Margin: 0.10, Share: 0.70,
-		CorrectionScope: ScopeFamily, FailGap: 0.2}
+		CorrectionScope: ScopeFamily, FailGap: 0.2, MinEffect: 0.05}
 }
 
 // WithDefaults returns c with every zero field replaced by its default.
@@ -58,6 +64,7 @@ func (c Config) WithDefaults() Config {
 	c.Share = cmp.Or(c.Share, d.Share)
 	c.CorrectionScope = cmp.Or(c.CorrectionScope, d.CorrectionScope)
 	c.FailGap = cmp.Or(c.FailGap, d.FailGap)
+	c.MinEffect = cmp.Or(c.MinEffect, d.MinEffect)
 	return c
 }
 

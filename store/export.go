@@ -24,7 +24,7 @@ var Formats = []string{FormatCSV, FormatJSONL, FormatParquet}
 
 // Tables lists the exportable tables, in the order Export writes them.
 // docs/data.md describes their columns.
-var Tables = []string{"runs", "cells", "samples", "transport", "timelines", "resources", "warnings"}
+var Tables = []string{"runs", "cells", "samples", "transport", "timelines", "resources", "warnings", "evidence"}
 
 // ExportOptions selects what Export writes.
 type ExportOptions struct {
@@ -211,6 +211,8 @@ func exportTable(ctx context.Context, tx *sql.Tx, name, format string, runID int
 		t = x.resources()
 	case "warnings":
 		t = x.warnings()
+	case "evidence":
+		t = x.evidence()
 	default:
 		return fmt.Errorf("unknown table %q", name)
 	}
@@ -660,6 +662,38 @@ func (x exporter) warnings() table {
 		})
 	}
 	return t
+}
+
+// evidence lists the evidence files (not their contents: `quicbench
+// evidence` writes those, each to the path given here relative to its
+// output directory).
+func (x exporter) evidence() table {
+	t := table{cols: concat(
+		cols(false, colInt, "run_id", "sample_id"),
+		cols(false, colText, "name", "kind"),
+		cols(false, colInt, "bytes"),
+		cols(false, colText, "path"),
+	)}
+	t.rows = func(emit func([]any) error) error {
+		return x.query(`SELECT c.run_id, x.sample_id, x.name, x.kind, x.bytes FROM evidence x`+childJoin+childOrder+`, x.name`,
+			func(rows *sql.Rows) error {
+				var (
+					runID, sid, bytes int64
+					name, kind        string
+				)
+				if err := rows.Scan(&runID, &sid, &name, &kind, &bytes); err != nil {
+					return err
+				}
+				return emit([]any{runID, sid, name, kind, bytes, EvidencePath(sid, name)})
+			})
+	}
+	return t
+}
+
+// EvidencePath is where `quicbench evidence --all` writes a sample's
+// evidence file, relative to its output directory.
+func EvidencePath(sampleID int64, name string) string {
+	return fmt.Sprintf("sample-%d/%s", sampleID, name)
 }
 
 // jsonObject encodes a string map as a JSON object with sorted keys.

@@ -47,6 +47,9 @@ func exportFixture(t *testing.T) (*DB, []*model.Dataset) {
 				case runNo == 1:
 					s.Metrics["extra_metric"] = 7
 				}
+				if it == 0 {
+					s.Evidence = []model.Evidence{{Name: "keys.log", Kind: model.EvidenceKeyLog, Data: []byte("CLIENT_RANDOM 1 2\n")}}
+				}
 				if err := db.InsertSample(ctx, &s); err != nil {
 					t.Fatal(err)
 				}
@@ -248,6 +251,9 @@ func TestExportFormatsAgree(t *testing.T) {
 			want["transport"] += len(s.Transport)
 			want["resources"] += len(s.Resources)
 			want["warnings"] += len(s.Warnings)
+			if s.Iteration == 0 {
+				want["evidence"]++ // exportFixture's key log
+			}
 			for _, tl := range s.Timelines {
 				want["timelines"] += len(tl.Points)
 			}

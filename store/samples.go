@@ -149,7 +149,10 @@ func (db *DB) insertSample(ctx context.Context, tx *sql.Tx, s *model.Sample, sha
 	if err != nil {
 		return 0, err
 	}
-	return id, db.insertChildren(ctx, tx, runID, id, s)
+	if err := db.insertChildren(ctx, tx, runID, id, s); err != nil {
+		return 0, err
+	}
+	return id, insertEvidence(ctx, tx, id, s.Evidence)
 }
 
 // Statements InsertSample runs for every sample, prepared once on the

@@ -185,7 +185,7 @@ CREATE INDEX warnings_sample ON warnings (sample_id);
 `,
 	// 2: the browser of a run's chromium samples.
 	`
-ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/156.0.8078.79; '' without chromium samples
+ALTER TABLE runs ADD COLUMN browser TEXT NOT NULL DEFAULT '';  -- e.g. Chrome/156.0.8078.79; '' without browser samples
 `,
 	// 3: QUIC congestion state changes (TransportStats.CongestionStateChanges).
 	`
@@ -249,10 +249,28 @@ CREATE TABLE run_shards (
 	// and the third-party programs' versions (Environment.Peers); the
 	// packets each direction dropped above the link's MTU.
 	`
-ALTER TABLE cells ADD COLUMN server TEXT NOT NULL DEFAULT 'quicbench';  -- model.Servers; 'quicbench' before version 9
+ALTER TABLE cells ADD COLUMN server TEXT NOT NULL DEFAULT 'quicbench';  -- peers.Servers(); 'quicbench' before version 9
 ALTER TABLE runs ADD COLUMN peers TEXT NOT NULL DEFAULT '{}';            -- JSON object: peer name -> version
 ALTER TABLE samples ADD COLUMN up_drop_mtu INTEGER NOT NULL DEFAULT 0;   -- packets above the link's mtu; 0 before version 9
 ALTER TABLE samples ADD COLUMN down_drop_mtu INTEGER NOT NULL DEFAULT 0;
+`,
+	// 10: evidence kept with a sample (model.Evidence: its packet capture,
+	// key log, qlogs), in chunks so that a large file is never one value.
+	`
+CREATE TABLE evidence (
+	id        INTEGER PRIMARY KEY,
+	sample_id INTEGER NOT NULL REFERENCES samples(id) ON DELETE CASCADE,
+	name      TEXT    NOT NULL,          -- file name, e.g. capture.pcapng
+	kind      TEXT    NOT NULL,          -- capture, keylog, qlog
+	bytes     INTEGER NOT NULL,          -- the file's size
+	UNIQUE (sample_id, name)
+);
+CREATE TABLE evidence_chunks (
+	evidence_id INTEGER NOT NULL REFERENCES evidence(id) ON DELETE CASCADE,
+	chunk       INTEGER NOT NULL,        -- 0-based; the file is the chunks in order
+	data        BLOB    NOT NULL,
+	PRIMARY KEY (evidence_id, chunk)     -- a rowid table: its rows are large
+);
 `,
 }
 

@@ -411,7 +411,11 @@ func writeMerged(ctx context.Context, out string, ins []*shardInput, res *MergeR
 			for i := range samples {
 				s := samples[i]
 				s.CellID = idOf[keyOf[s.CellID]]
-				if _, err := db.insertSample(ctx, tx, &s, in.k); err != nil {
+				id, err := db.insertSample(ctx, tx, &s, in.k)
+				if err != nil {
+					return fmt.Errorf("merge: %s: %w", in.path, err)
+				}
+				if err := copyEvidence(ctx, tx, in.db, samples[i].ID, id); err != nil {
 					return fmt.Errorf("merge: %s: %w", in.path, err)
 				}
 			}

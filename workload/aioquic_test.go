@@ -17,7 +17,7 @@ import (
 // configuration metrics.
 func TestAioquicSamplesUseTheBuiltInMetricCode(t *testing.T) {
 	var got endpoint.FetchSpec
-	e := &Executor{Aioquic: func(_ context.Context, req Request, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
+	e := &Executor{Clients: map[string]ClientImpl{"aioquic": {Fetch: func(_ context.Context, req Request, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
 		got = spec
 		fr := &endpoint.FetchResult{
 			Proto: model.ProtoH3, MeasureStart: 0, MeasureEnd: 200e6, Bytes: 1e6,
@@ -26,8 +26,8 @@ func TestAioquicSamplesUseTheBuiltInMetricCode(t *testing.T) {
 			CPU:      model.CPUUsage{ClientUser: 300 * time.Millisecond, ClientSys: 100 * time.Millisecond},
 		}
 		return fr, map[string]float64{"client_rcvbuf_bytes": 8 << 20}, nil
-	}}
-	res := e.Execute(t.Context(), Request{Test: plan.TestDownload, Protocol: model.ProtoH3, Client: model.ClientAioquic,
+	}}}}
+	res := e.Execute(t.Context(), Request{Test: plan.TestDownload, Protocol: model.ProtoH3, Client: "aioquic",
 		Params: plan.Params{Size: 1e6}, Target: Target{Host: "10.1.2.2", Port: 4433}})
 	if res.Status != model.StatusOK {
 		t.Fatalf("%s: %s", res.Status, res.Error)
@@ -45,14 +45,14 @@ func TestAioquicSamplesUseTheBuiltInMetricCode(t *testing.T) {
 		t.Fatalf("transport %+v conns %+v", res.Transport, res.Conns)
 	}
 	for _, req := range []Request{
-		{Test: plan.TestHandshake, Protocol: model.ProtoH3, Client: model.ClientAioquic},
-		{Test: plan.TestDownload, Protocol: model.ProtoH2, Client: model.ClientAioquic},
+		{Test: plan.TestHandshake, Protocol: model.ProtoH3, Client: "aioquic"},
+		{Test: plan.TestDownload, Protocol: model.ProtoH2, Client: "aioquic"},
 	} {
 		if res := e.Execute(t.Context(), req); res.Status != model.StatusFailed || !strings.Contains(res.Error, "over h3 only") {
 			t.Errorf("%s over %s: %s %s", req.Test, req.Protocol, res.Status, res.Error)
 		}
 	}
-	res = (&Executor{}).Execute(t.Context(), Request{Test: plan.TestDownload, Protocol: model.ProtoH3, Client: model.ClientAioquic, Params: plan.Params{Size: 1e6}})
+	res = (&Executor{}).Execute(t.Context(), Request{Test: plan.TestDownload, Protocol: model.ProtoH3, Client: "aioquic", Params: plan.Params{Size: 1e6}})
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, "not available in this agent") {
 		t.Errorf("without Aioquic: %s %s", res.Status, res.Error)
 	}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -176,24 +178,13 @@ func BenchURL(req Request) (string, error) {
 	return "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + "/bench?" + q.Encode(), nil
 }
 
-// benchFor returns the client's BrowserBench, nil when the agent has none.
-func (e *Executor) benchFor(client string) BrowserBench {
-	switch client {
-	case model.ClientChromium:
-		return e.ChromiumBench
-	case model.ClientFirefox:
-		return e.FirefoxBench
-	}
-	return nil
-}
-
 // benchSample takes a browser client's sample of a test in the bench page.
-func (e *Executor) benchSample(ctx context.Context, req Request, r run) (*Result, error) {
+func (e *Executor) benchSample(ctx context.Context, req Request, r run, st *peers.Stack, impl ClientImpl) (*Result, error) {
 	if r.bench == nil || !plan.IsBenchTest(req.Test) {
 		return nil, fmt.Errorf("client %s runs only page and site tests and, in the bench page, latency, ttfb, download, upload, multiplex and stream; not %s", req.Client, req.Test)
 	}
-	if req.Protocol != model.ProtoH1 && req.Protocol != model.ProtoH2 && req.Protocol != model.ProtoH3 {
-		return nil, fmt.Errorf("client %s speaks h1, h2 and h3, not %s", req.Client, req.Protocol)
+	if !slices.Contains(st.Client.Protocols, req.Protocol) {
+		return nil, fmt.Errorf("client %s speaks %s, not %s", req.Client, peers.List(st.Client.Protocols), req.Protocol)
 	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
@@ -201,7 +192,7 @@ func (e *Executor) benchSample(ctx context.Context, req Request, r run) (*Result
 	if why := plan.BrowserUnsupported(req.Test, req.Params, req.Client); why != "" {
 		return nil, errors.New(why)
 	}
-	bench := e.benchFor(req.Client)
+	bench := impl.Bench
 	if bench == nil {
 		return nil, fmt.Errorf("client %s: the bench page cannot run in this agent (no %s driver; see quicbench doctor)", req.Client, req.Client)
 	}
@@ -209,11 +200,11 @@ func (e *Executor) benchSample(ctx context.Context, req Request, r run) (*Result
 	if err != nil {
 		return nil, err
 	}
-	cpu0, cpuErr0 := childrenCPU()
+	cpu0, cpuErr0 := ChildrenCPU()
 	start := time.Now()
 	data, rep, err := bench(ctx, req, u)
 	took := time.Since(start)
-	cpu1, cpuErr1 := childrenCPU()
+	cpu1, cpuErr1 := ChildrenCPU()
 	if err != nil {
 		res := &Result{Metrics: map[string]float64{}, Prep: took}
 		rep.addTo(res)
@@ -262,9 +253,9 @@ func benchTimes(start time.Time, took, measured, wall time.Duration) (prep, w ti
 	return prep, min(max(wall, 0), took-prep)
 }
 
-// childrenCPU is the CPU time of the agent's waited-for children and
-// their waited-for descendants: the processes of a browser that ended.
-func childrenCPU() (endpoint.CPUTime, error) {
+// ChildrenCPU is the CPU time of this process's waited-for children (in
+// the agent, a subreaper: the browser processes of finished samples).
+func ChildrenCPU() (endpoint.CPUTime, error) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
 		return endpoint.CPUTime{}, err

@@ -54,11 +54,11 @@ func runBench(t *testing.T, test, proto string, prm map[string]string, data []by
 func runBenchReport(t *testing.T, test, proto string, prm map[string]string, data []byte, rep *BrowserReport) (*Result, []string) {
 	t.Helper()
 	var urls []string
-	ex := &Executor{ChromiumBench: func(_ context.Context, req Request, u string) ([]byte, *BrowserReport, error) {
+	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Bench: func(_ context.Context, req Request, u string) ([]byte, *BrowserReport, error) {
 		urls = append(urls, u)
 		return data, rep, nil
-	}}
-	req := Request{Test: test, Protocol: proto, Client: model.ClientChromium, Params: testParams(test, prm), Target: Target{Host: "10.9.2.2", Port: 4433}}
+	}}}}
+	req := Request{Test: test, Protocol: proto, Client: "chromium", Params: testParams(test, prm), Target: Target{Host: "10.9.2.2", Port: 4433}}
 	return ex.Execute(context.Background(), req), urls
 }
 
@@ -319,33 +319,33 @@ func TestBenchDispatch(t *testing.T) {
 	called := 0
 	bench := func(context.Context, Request, string) ([]byte, *BrowserReport, error) { called++; return nil, nil, nil }
 	lighthouse := func(context.Context, Request, string) (*Result, error) { called++; return nil, nil }
-	ex := &Executor{ChromiumBench: bench, Lighthouse: lighthouse}
+	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Bench: bench}, "lighthouse": {Load: lighthouse}}}
 	target := Target{Host: "10.9.2.2", Port: 4433}
 	// firefox becomes a browser client with its own driver: without one
 	// its samples fail, with one they reach it
 	req := Request{Test: plan.TestDownload, Protocol: model.ProtoH2, Client: "firefox", Params: testParams(plan.TestDownload, nil), Target: target}
-	if _, err := ex.benchSample(context.Background(), req, runs[req.Test]); err == nil || !strings.Contains(err.Error(), "client firefox: the bench page cannot run in this agent (no firefox driver") {
-		t.Errorf("firefox without a driver: %v", err)
+	if r := ex.Execute(context.Background(), req); r.Status != model.StatusFailed || !strings.Contains(r.Error, "client firefox: not available in this agent") {
+		t.Errorf("firefox without a driver: %s %s", r.Status, r.Error)
 	}
 	var firefoxURL string
-	ff := &Executor{FirefoxBench: func(_ context.Context, _ Request, u string) ([]byte, *BrowserReport, error) {
+	ff := &Executor{Clients: map[string]ClientImpl{"firefox": {Bench: func(_ context.Context, _ Request, u string) ([]byte, *BrowserReport, error) {
 		firefoxURL = u
 		return []byte("{"), nil, nil
-	}}
-	if _, err := ff.benchSample(context.Background(), req, runs[req.Test]); err == nil || firefoxURL != benchOrigin+"/bench?size=1000000&test=download" {
-		t.Errorf("firefox with a driver: %v, url %q", err, firefoxURL)
+	}}}}
+	if r := ff.Execute(context.Background(), req); r.Status != model.StatusFailed || firefoxURL != benchOrigin+"/bench?size=1000000&test=download" {
+		t.Errorf("firefox with a driver: %s %s, url %q", r.Status, r.Error, firefoxURL)
 	}
 	for _, c := range []struct {
 		client, test, proto string
 		prm                 map[string]string
 		want                string
 	}{
-		{model.ClientChromium, plan.TestHandshake, model.ProtoH2, nil, "not handshake"},
-		{model.ClientChromium, plan.TestCPU, model.ProtoH2, nil, "not cpu"},
-		{model.ClientChromium, plan.TestDownload, model.ProtoH1C, nil, "client chromium speaks h1, h2 and h3, not h1c"},
-		{model.ClientChromium, plan.TestTTFB, model.ProtoH2, map[string]string{"size": "100B"}, "size 100B is outside 512B..10MB"},
-		{model.ClientChromium, plan.TestUpload, model.ProtoH2, map[string]string{"size": "2GB"}, "size 2GB is above 1GB"},
-		{model.ClientLighthouse, plan.TestDownload, model.ProtoH2, nil, "client lighthouse runs only page and site tests, not download"},
+		{"chromium", plan.TestHandshake, model.ProtoH2, nil, "not handshake"},
+		{"chromium", plan.TestCPU, model.ProtoH2, nil, "not cpu"},
+		{"chromium", plan.TestDownload, model.ProtoH1C, nil, "client chromium speaks h1, h2 and h3, not h1c"},
+		{"chromium", plan.TestTTFB, model.ProtoH2, map[string]string{"size": "100B"}, "size 100B is outside 512B..10MB"},
+		{"chromium", plan.TestUpload, model.ProtoH2, map[string]string{"size": "2GB"}, "size 2GB is above 1GB"},
+		{"lighthouse", plan.TestDownload, model.ProtoH2, nil, "client lighthouse runs only page and site tests, not download"},
 	} {
 		r := ex.Execute(context.Background(), Request{Test: c.test, Protocol: c.proto, Client: c.client, Params: testParams(c.test, c.prm), Target: target})
 		if r.Status != model.StatusFailed || !strings.Contains(r.Error, c.want) {

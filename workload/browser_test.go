@@ -20,15 +20,15 @@ func TestBrowserClientsDispatch(t *testing.T) {
 			return &Result{Metrics: map[string]float64{"plt_ms": 1}}, nil
 		}
 	}
-	ex := &Executor{Browser: loader("chromium"), Lighthouse: loader("lighthouse")}
+	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Load: loader("chromium")}, "lighthouse": {Load: loader("lighthouse")}}}
 	target := Target{Host: "10.9.2.2", Port: 4433}
 	run := func(client, test, proto string, prm map[string]string) *Result {
 		return ex.Execute(context.Background(), Request{Test: test, Protocol: proto, Client: client, Params: testParams(test, prm), Target: target})
 	}
-	if r := run(model.ClientLighthouse, plan.TestSite, model.ProtoH3, map[string]string{"site": "site-19x1mb"}); r.Status != model.StatusOK {
+	if r := run("lighthouse", plan.TestSite, model.ProtoH3, map[string]string{"site": "site-19x1mb"}); r.Status != model.StatusOK {
 		t.Fatalf("lighthouse site: %s %s", r.Status, r.Error)
 	}
-	if r := run(model.ClientChromium, plan.TestPage, model.ProtoH2, map[string]string{"objects": "4", "size": "2KB", "connection": plan.ConnWarm}); r.Status != model.StatusOK {
+	if r := run("chromium", plan.TestPage, model.ProtoH2, map[string]string{"objects": "4", "size": "2KB", "connection": plan.ConnWarm}); r.Status != model.StatusOK {
 		t.Fatalf("chromium page: %s %s", r.Status, r.Error)
 	}
 	want := []string{"lighthouse https://10.9.2.2:4433/site/site-19x1mb/", "chromium https://10.9.2.2:4433/page/4/2KB"}
@@ -41,10 +41,10 @@ func TestBrowserClientsDispatch(t *testing.T) {
 		prm                 map[string]string
 		want                string
 	}{
-		{model.ClientLighthouse, plan.TestPage, model.ProtoH2, map[string]string{"connection": plan.ConnWarm}, "client lighthouse measures cold loads only"},
-		{model.ClientLighthouse, plan.TestDownload, model.ProtoH2, nil, "client lighthouse runs only page and site tests, not download"},
-		{model.ClientChromium, plan.TestPage, model.ProtoH1C, nil, "client chromium speaks h1, h2 and h3, not h1c"},
-		{model.ClientChromium, plan.TestPage, model.ProtoH2, map[string]string{"connection": "hot"}, `connection "hot"`},
+		{"lighthouse", plan.TestPage, model.ProtoH2, map[string]string{"connection": plan.ConnWarm}, "client lighthouse measures cold loads only"},
+		{"lighthouse", plan.TestDownload, model.ProtoH2, nil, "client lighthouse runs only page and site tests, not download"},
+		{"chromium", plan.TestPage, model.ProtoH1C, nil, "client chromium speaks h1, h2 and h3, not h1c"},
+		{"chromium", plan.TestPage, model.ProtoH2, map[string]string{"connection": "hot"}, `connection "hot"`},
 	}
 	for _, b := range bad {
 		r := run(b.client, b.test, b.proto, b.prm)
@@ -55,8 +55,8 @@ func TestBrowserClientsDispatch(t *testing.T) {
 	if len(calls) > 0 {
 		t.Errorf("loaders called for bad requests: %q", calls)
 	}
-	r := (&Executor{Browser: loader("chromium")}).Execute(context.Background(),
-		Request{Test: plan.TestSite, Protocol: model.ProtoH2, Client: model.ClientLighthouse, Target: target})
+	r := (&Executor{Clients: map[string]ClientImpl{"chromium": {Load: loader("chromium")}}}).Execute(context.Background(),
+		Request{Test: plan.TestSite, Protocol: model.ProtoH2, Client: "lighthouse", Target: target})
 	if r.Status != model.StatusFailed || !strings.Contains(r.Error, "client lighthouse: not available in this agent") {
 		t.Errorf("no lighthouse loader: %s %q", r.Status, r.Error)
 	}

@@ -1,9 +1,10 @@
 package workload
 
 import (
-	"github.com/quicbench/quicbench/endpoint"
 	"testing"
 	"time"
+
+	"github.com/quicbench/quicbench/endpoint"
 )
 
 func TestJitter(t *testing.T) {

@@ -69,9 +69,9 @@ func TestParamsAgree(t *testing.T) {
 func checkParamsAgree(t *testing.T, saved map[string]run, test string, values map[string]string) {
 	clients := []string{model.ClientBuiltin}
 	if saved[test].path != nil {
-		clients = append(clients, model.ClientChromium)
+		clients = append(clients, "chromium")
 		if values["connection"] != plan.ConnWarm {
-			clients = append(clients, model.ClientLighthouse)
+			clients = append(clients, "lighthouse")
 		}
 	}
 	var yaml strings.Builder
@@ -144,7 +144,7 @@ func executed(t *testing.T, saved map[string]run, c *model.Cell, p plan.Params) 
 		t.Fatal(err)
 	}
 	loaded := func(context.Context, Request, string) (*Result, error) { return &Result{}, nil }
-	ex := &Executor{Browser: loaded, Lighthouse: loaded}
+	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Load: loaded}, "lighthouse": {Load: loaded}, "firefox": {Load: loaded}}}
 	if res := ex.Execute(context.Background(), req); res.Status != model.StatusOK {
 		t.Fatalf("%s: %s %s", c.Key, res.Status, res.Error)
 	}

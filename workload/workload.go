@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/model"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -39,22 +41,35 @@ type Target struct {
 	PlainPort int    `json:"plain_port"` // cleartext HTTP/1.1 port
 	CAPEM     string `json:"ca_pem"`     // CA that issued the server certificate
 	SPKI      string `json:"spki"`       // base64 SHA-256 of the leaf's SubjectPublicKeyInfo
+	// DirSlash: the server answers a page's document (a directory of
+	// files on its disk) only at its path with a trailing slash (its
+	// stack's dir_slash): clients ask for /page/N/S/ there.
+	DirSlash bool `json:"dir_slash,omitempty"`
 }
 
 // Request is one sample to take.
 type Request struct {
 	Test     string      `json:"test"`
 	Protocol string      `json:"protocol"`
-	Client   string      `json:"client"` // model.ClientBuiltin (default), model.ClientChromium, model.ClientLighthouse, model.ClientFirefox or model.ClientAioquic
+	Client   string      `json:"client"` // model.ClientBuiltin (default) or a client of the registry of stacks (package peers)
 	Params   plan.Params `json:"params"` // the cell's test parameters, decoded by the runner (plan.StoredCellParams) and checked by Execute
-	CC       string      `json:"cc"`     // TCP congestion control for the client's sockets ("" = namespace default)
+	CC       string      `json:"cc"`     // the plan's congestion control: the client's TCP sockets' ("" = namespace default), and its QUIC stack's where it can choose
 	// QUICEvents turns on quic-go's per-packet event tracing, which yields
 	// the PTO count, congestion events and retransmissions of QUIC
 	// connections but costs quic-go 20-35% more CPU per MB; off by default
 	// so that QUIC is not handicapped against TCP, whose TCP_INFO is free.
-	QUICEvents bool          `json:"quic_events"`
-	Target     Target        `json:"target"`
-	Timeout    time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+	QUICEvents bool   `json:"quic_events"`
+	Target     Target `json:"target"`
+	// Contract declares the request's client when it is a contract stack
+	// (the agent declares it in its registry before the sample).
+	Contract *ContractDecl `json:"contract,omitempty"`
+	Timeout  time.Duration `json:"timeout"` // whole sample; 0 = endpoint default
+	// KeyLog, when set, is a file the client appends the TLS secrets of the
+	// sample's connections to (SSLKEYLOGFILE format), for the sample's
+	// packet capture: every client that can write them does (the built-in
+	// client's crypto/tls and quic-go, the browsers, the client programs of
+	// the peer program protocol, ngtcp2's through GnuTLS).
+	KeyLog string `json:"keylog,omitempty"`
 	// BrowserRestart is the plan's browser_restart for the browser
 	// clients: "auto" ("" too) keeps the agent's browser across samples
 	// and gives each a fresh isolated context, "always" starts a fresh
@@ -108,7 +123,7 @@ type BrowserLoader func(ctx context.Context, req Request, url string) (*Result, 
 // describe the client's configuration (docs/metrics.md, "aioquic").
 type PeerFetch func(ctx context.Context, req Request, spec endpoint.FetchSpec) (fr *endpoint.FetchResult, extra map[string]float64, err error)
 
-// peerFetchKey carries, in the context of a client=aioquic sample, the
+// peerFetchKey carries, in the context of a fetch client's sample, the
 // PeerFetch that fetch calls instead of endpoint.Fetch.
 type peerFetchKey struct{}
 
@@ -116,19 +131,9 @@ type boundPeerFetch func(ctx context.Context, spec endpoint.FetchSpec) (*endpoin
 
 // Executor runs tests. The zero value runs built-in client tests only.
 type Executor struct {
-	// Aioquic takes the client=aioquic samples (plan.AioquicTests over h3).
-	Aioquic PeerFetch
-	// Browser takes the client=chromium samples.
-	Browser BrowserLoader
-	// Lighthouse takes the client=lighthouse samples: Lighthouse audits
-	// the page in a browser of its own.
-	Lighthouse BrowserLoader
-	// Firefox takes the client=firefox samples.
-	Firefox BrowserLoader
-	// ChromiumBench and FirefoxBench run the bench page (bench.go) for
-	// the client=chromium and client=firefox samples of the tests other
-	// than page and site.
-	ChromiumBench, FirefoxBench BrowserBench
+	// Clients takes the samples of the registry's clients, by client name
+	// (Clients builds every registered one).
+	Clients map[string]ClientImpl
 	// Now and Sleep are the clock of the CPU sampler (tests inject fakes).
 	Now func() time.Time
 }
@@ -211,22 +216,32 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	if !slices.Contains(model.Protocols, req.Protocol) {
 		return nil, fmt.Errorf("unknown protocol %q", req.Protocol)
 	}
-	if model.IsBrowser(req.Client) {
-		if r.path == nil && req.Client != model.ClientLighthouse {
-			return e.benchSample(ctx, req, r)
-		}
-		return e.browserSample(ctx, req, r)
+	st, impl, err := e.clientFor(req.Client, req.Contract)
+	if err != nil {
+		return nil, err
 	}
-	if req.Client == model.ClientAioquic {
-		if e.Aioquic == nil {
-			return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
+	if st != nil {
+		switch st.Client.Kind {
+		case peers.KindBrowser, peers.KindAudit:
+			if r.path == nil && st.Client.Bench {
+				return e.benchSample(ctx, req, r, st, impl)
+			}
+			return e.browserSample(ctx, req, r, st, impl)
+		case peers.KindCommand:
+			return e.contractSample(ctx, req, st)
+		case peers.KindFetch:
+			if impl.Fetch == nil {
+				return nil, fmt.Errorf("client %s: no fetch in this agent", req.Client)
+			}
+			if why := fetchUnsupported(st, req.Test, req.Protocol); why != "" {
+				return nil, errors.New(why)
+			}
+			ctx = context.WithValue(ctx, peerFetchKey{}, boundPeerFetch(func(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
+				return impl.Fetch(ctx, req, spec)
+			}))
+		default:
+			return nil, fmt.Errorf("client %s: a %s client takes no samples in the agent", req.Client, st.Client.Kind)
 		}
-		if !slices.Contains(plan.AioquicTests, req.Test) || req.Protocol != model.ProtoH3 {
-			return nil, fmt.Errorf("client %s runs %s over h3 only, not %s over %s", req.Client, strings.Join(plan.AioquicTests, ", "), req.Test, req.Protocol)
-		}
-		ctx = context.WithValue(ctx, peerFetchKey{}, boundPeerFetch(func(ctx context.Context, spec endpoint.FetchSpec) (*endpoint.FetchResult, map[string]float64, error) {
-			return e.Aioquic(ctx, req, spec)
-		}))
 	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
@@ -235,8 +250,17 @@ func (e *Executor) execute(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if req.KeyLog != "" && st == nil {
+		// the built-in client's; a client program writes the file itself
+		f, err := os.OpenFile(req.KeyLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("key log: %w", err)
+		}
+		defer f.Close()
+		spec.KeyLog = f
+	}
 	if r.path != nil {
-		spec.Paths = []string{r.path(req.Params)}
+		spec.Paths = []string{pathFor(req, r)}
 	}
 	return r.builtin(ctx, e, spec, req.Params)
 }
@@ -366,29 +390,33 @@ func fetchBytes(ctx context.Context, spec endpoint.FetchSpec, size int64) (*endp
 	return fr, res, size, nil
 }
 
-func (e *Executor) browserSample(ctx context.Context, req Request, r run) (*Result, error) {
-	load := e.Browser
-	switch req.Client {
-	case model.ClientLighthouse:
-		load = e.Lighthouse
-	case model.ClientFirefox:
-		load = e.Firefox
-	}
+func (e *Executor) browserSample(ctx context.Context, req Request, r run, st *peers.Stack, impl ClientImpl) (*Result, error) {
+	load := impl.Load
 	if load == nil {
 		return nil, fmt.Errorf("client %s: not available in this agent (see quicbench doctor)", req.Client)
 	}
 	if r.path == nil {
 		return nil, fmt.Errorf("client %s runs only page and site tests, not %s", req.Client, req.Test)
 	}
-	if req.Protocol != model.ProtoH1 && req.Protocol != model.ProtoH2 && req.Protocol != model.ProtoH3 {
-		return nil, fmt.Errorf("client %s speaks h1, h2 and h3, not %s", req.Client, req.Protocol)
+	if !slices.Contains(st.Client.Protocols, req.Protocol) {
+		return nil, fmt.Errorf("client %s speaks %s, not %s", req.Client, peers.List(st.Client.Protocols), req.Protocol)
 	}
 	if err := plan.CheckParams(req.Test, req.Params); err != nil {
 		return nil, err
 	}
-	if req.Params.Connection == plan.ConnWarm && req.Client == model.ClientLighthouse {
-		return nil, errors.New("client lighthouse measures cold loads only, not connection warm")
+	if req.Params.Connection == plan.ConnWarm && st.Client.ColdOnly != "" {
+		return nil, fmt.Errorf("client %s measures cold loads only, not connection warm", req.Client)
 	}
-	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + r.path(req.Params)
+	u := "https://" + net.JoinHostPort(req.Target.Host, strconv.Itoa(req.Target.Port)) + pathFor(req, r)
 	return load(ctx, req, u)
+}
+
+// pathFor is the path of the page a test r loads for req: the test's, with
+// a trailing slash for a server that answers a page's document only there.
+func pathFor(req Request, r run) string {
+	p := r.path(req.Params)
+	if req.Target.DirSlash && !strings.HasSuffix(p, "/") {
+		p += "/"
+	}
+	return p
 }

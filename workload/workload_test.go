@@ -171,9 +171,9 @@ func TestBadRequests(t *testing.T) {
 		{Test: plan.TestTTFB, Protocol: "h2", Target: Target{Host: "not-an-ip", Port: 1}, Params: testParams(plan.TestTTFB, nil)},
 		{Test: plan.TestDownload, Protocol: "h2", Target: target, Params: testParams(plan.TestDownload, map[string]string{"size": "-5MB"})},
 		{Test: plan.TestHandshake, Protocol: "h2", Target: target, Params: testParams(plan.TestHandshake, map[string]string{"mode": "fast"})},
-		{Test: plan.TestPage, Protocol: "h2", Client: model.ClientChromium, Target: target},
+		{Test: plan.TestPage, Protocol: "h2", Client: "chromium", Target: target},
 		{Test: plan.TestPage, Protocol: "h2", Target: target, Params: testParams(plan.TestPage, map[string]string{"connection": "hot"})},
-		{Test: plan.TestSite, Protocol: "h2", Client: model.ClientChromium, Target: target, Params: testParams(plan.TestSite, map[string]string{"connection": "Warm"})},
+		{Test: plan.TestSite, Protocol: "h2", Client: "chromium", Target: target, Params: testParams(plan.TestSite, map[string]string{"connection": "Warm"})},
 	} {
 		res := ex.Execute(context.Background(), req)
 		if res.Status != model.StatusFailed || res.Error == "" {

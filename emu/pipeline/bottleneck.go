@@ -152,14 +152,18 @@ func (b *bottleneck) pop() entry {
 	return e
 }
 
-// flush returns every held packet to pool and idles the server at now.
-func (b *bottleneck) flush(pool *emu.Pool, now emu.Time) int {
+// flush returns every held packet to pool, after telling dropped about it,
+// and idles the server at now.
+func (b *bottleneck) flush(pool *emu.Pool, now emu.Time, dropped func(*entry)) int {
 	n := 0
 	for b.q.n > 0 {
-		pool.Put(b.pop().pkt)
+		e := b.pop()
+		dropped(&e)
+		pool.Put(e.pkt)
 		n++
 	}
 	if b.inTransit {
+		dropped(&b.transit)
 		pool.Put(b.transit.pkt)
 		b.transit, b.inTransit = entry{}, false
 		n++
@@ -464,8 +468,12 @@ func (b *bottleneck) backlogAbove(now emu.Time, limit int64) bool {
 	return false
 }
 
-func (p *Pipeline) codelDrop(e entry) {
+// codelDrop drops e, taken from the queue at time t.
+func (p *Pipeline) codelDrop(e entry, t emu.Time) {
 	p.c.DropQueue++
+	if p.obs != nil {
+		p.observe(DroppedQueue, entryMarks(e.flags), e.arr, t, 0, e.pkt.Data)
+	}
 	p.pool.Put(e.pkt)
 }
 
@@ -480,7 +488,7 @@ func (p *Pipeline) codelDequeue(now emu.Time) (entry, bool) {
 			c.dropping = false
 		}
 		for got && c.dropping && now >= c.dropNext {
-			p.codelDrop(e)
+			p.codelDrop(e, now)
 			c.count++
 			e, okToDrop, got = p.codelDodequeue(now)
 			if !okToDrop {
@@ -490,7 +498,7 @@ func (p *Pipeline) codelDequeue(now emu.Time) (entry, bool) {
 			}
 		}
 	} else if okToDrop {
-		p.codelDrop(e)
+		p.codelDrop(e, now)
 		e, _, got = p.codelDodequeue(now)
 		c.dropping = true
 		delta := c.count - c.lastCount

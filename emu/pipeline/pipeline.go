@@ -94,6 +94,9 @@ type Pipeline struct {
 	mu         sync.Mutex
 	published  emu.Counters
 	onDecision func(decision) // test hook: the per-packet random decisions
+
+	obs Observer // SetObserver; nil: no events
+	ev  Event    // the event being reported (no allocation per event)
 }
 
 // decision is what the random stages decided for one offered packet.
@@ -248,6 +251,9 @@ func (p *Pipeline) Enqueue(now emu.Time, pkt *emu.Packet) {
 	// 0. The MTU, before any random draw.
 	if p.mtu > 0 && len(pkt.Data) > p.mtu {
 		p.c.DropMTU++
+		if p.obs != nil {
+			p.observe(DroppedMTU, 0, now, now, 0, pkt.Data)
+		}
 		p.pool.Put(pkt)
 		p.touch()
 		return
@@ -300,6 +306,9 @@ func (p *Pipeline) Enqueue(now emu.Time, pkt *emu.Packet) {
 	// 2. Blackout.
 	if p.onoff.off(p.epoch, now) {
 		p.c.DropOff++
+		if p.obs != nil {
+			p.observe(DroppedOff, 0, now, now, 0, pkt.Data)
+		}
 		p.pool.Put(pkt)
 		p.touch()
 		return
@@ -308,6 +317,10 @@ func (p *Pipeline) Enqueue(now emu.Time, pkt *emu.Packet) {
 	// 3. Loss and duplication: netem's count = 1 + duplicated - lost.
 	if d.lost {
 		p.c.DropLoss++
+		if p.obs != nil {
+			// Duplicated and lost: the lost copy is this one's twin.
+			p.observe(DroppedLoss, 0, now, now, 0, pkt.Data)
+		}
 		if copies == 0 {
 			p.pool.Put(pkt)
 			p.touch()
@@ -328,18 +341,23 @@ func (p *Pipeline) Enqueue(now emu.Time, pkt *emu.Packet) {
 		p.c.Duplicated++
 	}
 
-	// 4. Into the bottleneck or the delay line.
-	p.admit(now, pkt, &d, 0, corruptDraw[0])
+	// 4. Into the bottleneck or the delay line. The copy that survives a
+	// duplicated and lost packet is the duplicate.
+	p.admit(now, pkt, &d, 0, corruptDraw[0], d.dup && d.lost)
 	if second != nil {
-		p.admit(now, second, &d, 1, corruptDraw[1])
+		p.admit(now, second, &d, 1, corruptDraw[1], true)
 	}
 	p.touch()
 }
 
-// admit routes one copy (slot i of decision d) into the link.
-func (p *Pipeline) admit(now emu.Time, pkt *emu.Packet, d *decision, i int, corruptDraw uint64) {
+// admit routes one copy (slot i of decision d) into the link; dup marks
+// the copy made by duplicate.
+func (p *Pipeline) admit(now emu.Time, pkt *emu.Packet, d *decision, i int, corruptDraw uint64, dup bool) {
 	e := entry{pkt: pkt, arr: now, delay: d.delay[i], seq: p.seq, size: uint32(len(pkt.Data))}
 	p.seq++
+	if dup {
+		e.flags |= flagDup
+	}
 	if d.corrupt[i] {
 		e.flags |= flagCorrupt
 		e.corrupt = corruptDraw
@@ -351,6 +369,9 @@ func (p *Pipeline) admit(now emu.Time, pkt *emu.Packet, d *decision, i int, corr
 	if p.bn.kind != bnNone {
 		if !p.bn.admit(e) {
 			p.c.DropQueue++
+			if p.obs != nil {
+				p.observe(DroppedQueue, entryMarks(e.flags), now, now, 0, pkt.Data)
+			}
 			p.pool.Put(pkt)
 		}
 		return
@@ -387,19 +408,25 @@ func (p *Pipeline) Dequeue(now emu.Time) *emu.Packet {
 	}
 	x := p.dl.pop()
 	pkt := x.pkt
+	var m Marks
 	if x.flags&flagCorrupt != 0 && flipBit(pkt.Data, x.corrupt) {
 		p.c.DropCorrupt++
+		m |= MarkCorrupted
 	}
 	p.c.PacketsOut++
 	p.c.BytesOut += uint64(x.size)
 	if x.seq+1 < p.maxSeqOut {
 		p.c.Reordered++
+		m |= MarkReordered
 	} else {
 		p.maxSeqOut = x.seq + 1
 	}
 	q := uint64(x.out - x.arr - emu.Time(x.delay))
 	p.c.QueueDelaySumNs += q
 	p.c.QueueDelayMaxNs = max(p.c.QueueDelayMaxNs, q)
+	if p.obs != nil {
+		p.observe(Delivered, m|entryMarks(x.flags), x.arr, now, x.delay, pkt.Data)
+	}
 	p.touch()
 	return pkt
 }
@@ -426,6 +453,13 @@ func (p *Pipeline) NextDeadline() (emu.Time, bool) {
 	return t, ok
 }
 
+// flushed reports an entry dropped by Flush to the observer, if any.
+func (p *Pipeline) flushed(e *entry) {
+	if p.obs != nil {
+		p.observe(DroppedFlush, entryMarks(e.flags), e.arr, p.last, e.delay, e.pkt.Data)
+	}
+}
+
 // Len returns the number of packets the pipeline holds.
 func (p *Pipeline) Len() int { return p.dl.len() + p.bn.len() }
 
@@ -435,10 +469,11 @@ func (p *Pipeline) Len() int { return p.dl.len() + p.bn.len() }
 func (p *Pipeline) Flush() {
 	for p.dl.len() > 0 {
 		e := p.dl.pop()
+		p.flushed(&e)
 		p.pool.Put(e.pkt)
 		p.c.DropFlush++
 	}
-	p.c.DropFlush += uint64(p.bn.flush(p.pool, p.last))
+	p.c.DropFlush += uint64(p.bn.flush(p.pool, p.last, p.flushed))
 	p.prevOut = 0
 	p.publish()
 }

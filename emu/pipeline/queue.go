@@ -18,6 +18,7 @@ type entry struct {
 const (
 	flagReordered uint8 = 1 << iota // skips the propagation delay
 	flagCorrupt                     // gets one bit flipped on delivery
+	flagDup                         // the extra copy made by duplicate
 )
 
 // before orders entries by delivery time, then by entry order.

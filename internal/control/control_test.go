@@ -282,7 +282,7 @@ func TestTable(t *testing.T) {
 			seen[op] = true
 		}
 	}
-	for _, op := range []Op{Ping, CPU, Stats, Quit, Run, BrowserVersion, Listen, Transfer, Mark} {
+	for _, op := range []Op{Ping, CPU, Stats, Quit, Run, ClientVersion, Listen, Transfer, Mark} {
 		if !seen[op] {
 			t.Errorf("%s belongs to no role", op)
 		}

@@ -45,11 +45,11 @@ const (
 	Quit Op = "quit"
 	// Run runs one test in the agent: workload.Request -> workload.Result.
 	Run Op = "run"
-	// BrowserVersion asks the agent which browser its samples of a client
-	// run, by starting it once in the agent's namespace: the client
-	// ("firefox", or anything else for Chromium) -> the browser's product,
-	// e.g. "Chrome/156.0.8078.79" or "Firefox/153.7.0".
-	BrowserVersion Op = "browser-version"
+	// ClientVersion asks the agent which program its samples of a client
+	// run, by starting it once in the agent's namespace: the client's name
+	// -> its product, e.g. "Chrome/156.0.8078.79" or "Firefox/153.7.0"
+	// (workload.ClientImpl.Version).
+	ClientVersion Op = "client-version"
 	// Listen starts calibrate's bulk servers, the bulk server's first
 	// request: its configuration -> their addresses and CA certificate.
 	Listen Op = "listen"
@@ -67,7 +67,7 @@ const (
 // and a Client of the role sends no other.
 var Table = map[Role][]Op{
 	RoleServer:     {Ping, CPU, Stats, Quit},
-	RoleAgent:      {Ping, CPU, Run, BrowserVersion},
+	RoleAgent:      {Ping, CPU, Run, ClientVersion},
 	RoleBulkServer: {Listen},
 	RoleBulkClient: {Transfer},
 	RoleSoaker:     {Mark},

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"golang.org/x/sys/unix"
 )
 
@@ -152,7 +153,7 @@ func TestParseMalformed(t *testing.T) {
 func TestLoopback(t *testing.T) {
 	def, err := readDefault()
 	if err != nil {
-		t.Skip(err)
+		testsupport.Unavailable(t, "%v", err)
 	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

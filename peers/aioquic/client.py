@@ -23,8 +23,9 @@ Request fields (all times in seconds):
   max_datagram_size, max_data, max_stream_data
   rcvbuf                            SO_RCVBUF to ask for; 0 leaves the default
   qlog_dir                          write a qlog per connection there
+  keylog                            append TLS secrets (NSS key log) there
 
-Output: {"aioquic_version", "config", "measure_start", "measure_end",
+Output: {"version" ("aioquic X.Y.Z"), "config", "measure_start", "measure_end",
 "conns", "requests", "error"}; "error" is absent on success. The program
 exits 0 whenever it printed a record (failed samples included) and 2 when
 the request is unusable.
@@ -371,6 +372,8 @@ async def run(req, out, t0):
     if req.get("qlog_dir"):
         os.makedirs(req["qlog_dir"], exist_ok=True)
         cfg.quic_logger = QuicFileLogger(req["qlog_dir"])
+    if req.get("keylog"):
+        cfg.secrets_log_file = open(req["keylog"], "a")
     out["config"] = {
         "congestion_control": algo,
         "max_datagram_size": cfg.max_datagram_size,
@@ -497,7 +500,7 @@ def main():
         print("aioquic client: %s" % err, file=sys.stderr)
         return 2
     out = {
-        "aioquic_version": aioquic.__version__,
+        "version": "aioquic " + aioquic.__version__,
         "config": {},
         "measure_start": 0,
         "measure_end": 0,

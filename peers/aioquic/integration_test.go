@@ -1,35 +1,21 @@
 package aioquic_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/quicbench/quicbench/cli"
+	"github.com/quicbench/quicbench/cli/clitest"
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers/aioquic"
-	"github.com/quicbench/quicbench/plan"
+	"github.com/quicbench/quicbench/peers/program"
 	"github.com/quicbench/quicbench/runner"
-	"github.com/quicbench/quicbench/store"
 
 	_ "modernc.org/sqlite"
 )
 
-// The test binary doubles as the quicbench executable: the runner starts it
-// as `serve` and `agent` inside the namespaces.
-const execEnv = "QUICBENCH_TEST_EXEC"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(execEnv) == "1" {
-		os.Exit(cli.Main(&cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Args: os.Args[1:], Getenv: os.Getenv, Exe: os.Args[0]}))
-	}
-	os.Setenv(execEnv, "1") // for the children
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { clitest.Main(m) }
 
 func python(t *testing.T) string {
 	t.Helper()
@@ -45,7 +31,7 @@ func python(t *testing.T) string {
 // count, the loss, send and timeout methods it wraps) change: the client
 // program's self-check exercises each on a connection in memory.
 func TestCheckReadsRecoveryState(t *testing.T) {
-	v, err := aioquic.Check(t.Context(), python(t))
+	v, err := aioquic.CheckClient(t.Context(), python(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,40 +44,11 @@ func TestCheckReadsRecoveryState(t *testing.T) {
 // aioquic client's cells, by test.
 func runAioquic(t *testing.T, planText string) map[string][]model.Sample {
 	t.Helper()
-	testsupport.RequireRoot(t, "needs root for network namespaces")
 	python(t)
-	p, err := plan.Parse("aioquic.yaml", []byte(planText))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "run.db")
-	exe, _ := os.Executable()
-	var log strings.Builder
-	if _, err := runner.Run(context.Background(), runner.Options{Plan: p, DB: db, Exe: exe, Progress: &log, Mode: runner.ProgressLines}); err != nil {
-		t.Fatalf("run: %v\n%s", err, log.String())
-	}
-	s, err := store.OpenExisting(db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	run, err := s.LatestRun(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := s.LoadDataset(context.Background(), run.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := clitest.RunPlan(t, planText, runner.Options{})
 	out := map[string][]model.Sample{}
-	for _, smp := range ds.Samples {
-		i := slices.IndexFunc(ds.Cells, func(c model.Cell) bool { return c.ID == smp.CellID })
-		if i < 0 || smp.Warmup {
-			continue
-		}
-		if c := ds.Cells[i]; c.Client == model.ClientAioquic {
-			out[c.Test] = append(out[c.Test], smp)
-		}
+	for _, s := range r.Of(func(c *model.Cell) bool { return c.Client == "aioquic" }) {
+		out[s.Cell.Test] = append(out[s.Cell.Test], s.Sample)
 	}
 	return out
 }
@@ -138,7 +95,7 @@ tests:
 		if s.CPU.ClientUser+s.CPU.ClientSys <= 0 {
 			t.Errorf("no client CPU: %+v", s.CPU)
 		}
-		if s.Metrics["client_rcvbuf_bytes"] < aioquic.DefaultRcvBuf || s.Metrics["client_max_datagram_bytes"] != aioquic.DefaultMaxDatagramSize {
+		if s.Metrics["client_rcvbuf_bytes"] < program.DefaultRcvBuf || s.Metrics["client_max_datagram_bytes"] != program.DefaultMaxDatagramSize {
 			t.Errorf("client configuration metrics %v", s.Metrics)
 		}
 		t.Logf("download: %.1f Mbit/s, client CPU %v, warnings %q", s.Value, s.CPU.ClientUser+s.CPU.ClientSys, s.Warnings)
@@ -178,7 +135,7 @@ tests:
 `)
 	warned := 0
 	for _, s := range got["download"] {
-		if s.Metrics["client_rcvbuf_bytes"] >= aioquic.DefaultRcvBuf {
+		if s.Metrics["client_rcvbuf_bytes"] >= program.DefaultRcvBuf {
 			t.Fatalf("the receive buffer was raised to %v bytes", s.Metrics["client_rcvbuf_bytes"])
 		}
 		if slices.ContainsFunc(s.Warnings, func(w string) bool {

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/testsupport"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,13 +53,13 @@ func TestConstantsMatchKernelHeaders(t *testing.T) {
 func requireNetAdmin(tb testing.TB) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Skip("needs root (CI runs as root)")
+		testsupport.Unavailable(tb, "needs root (CI runs as root)")
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		tb.Skipf("no /dev/net/tun: %v", err)
+		testsupport.Unavailable(tb, "no /dev/net/tun: %v", err)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		tb.Skip("iproute2 (ip) not installed")
+		testsupport.Unavailable(tb, "iproute2 (ip) not installed")
 	}
 }
 
