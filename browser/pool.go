@@ -187,8 +187,9 @@ func (r SampleReport) Warnings() []string {
 // report's Replaced says why); it starts one when none is kept, closing
 // the least recently used browser when MaxBrowsers are kept. After the
 // sample, a browser that ended or hung (spec.Run's error holds a
-// *TimeoutError of phase "context" or "context close") is closed and the
-// report's Broken says why. The error is that of spec.Start or spec.Run.
+// *TimeoutError of phase "context" or "context close", or, after any
+// other error, the browser does not answer a Ping within PingLimit) is
+// closed and the report's Broken says why. The error is that of spec.Start or spec.Run.
 func (p *Pool[B]) Run(ctx context.Context, spec SampleSpec[B]) (SampleReport, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -224,7 +225,11 @@ func (p *Pool[B]) Run(ctx context.Context, spec SampleSpec[B]) (SampleReport, er
 	cpu0, err0 := p.cpu()
 	err := spec.Run(ctx, e.b, false)
 	e.lastUsed = p.opts.Now()
-	if why := brokenBy(e.b, err); why != "" {
+	why := brokenBy(e.b, err)
+	if why == "" && err != nil {
+		why = p.answersAfter(ctx, e.b)
+	}
+	if why != "" {
 		rep.Broken = why
 		p.drop(e)
 	} else {
@@ -266,6 +271,10 @@ func (p *Pool[B]) unfit(ctx context.Context, e *keptBrowser[B], limit int64) str
 	err := e.b.Ping(pctx)
 	cancel()
 	if err != nil && ctx.Err() == nil {
+		if aerr := e.b.Alive(); aerr != nil {
+			// it ended as it was asked (killed just before the sample)
+			return fmt.Sprintf("the previous browser had ended (%v)", aerr)
+		}
 		return fmt.Sprintf("the previous browser did not answer within %v (%v)", p.opts.PingLimit, err)
 	}
 	if limit == 0 {
@@ -286,11 +295,53 @@ func brokenBy(b PooledBrowser, err error) string {
 	if aerr := b.Alive(); aerr != nil {
 		return fmt.Sprintf("it ended (%v)", aerr)
 	}
-	var te *TimeoutError
-	if errors.As(err, &te) && (te.Phase == "context" || te.Phase == "context close") {
+	if te := hungBy(err); te != nil {
 		return fmt.Sprintf("it did not answer (%v)", te)
 	}
 	return ""
+}
+
+// hungBy returns the *TimeoutError of phase "context" or "context close"
+// anywhere in err's tree (a load's timeout joined before it, as a failed
+// load and its context's close are, does not hide it), or nil.
+func hungBy(err error) *TimeoutError {
+	switch e := err.(type) {
+	case nil:
+		return nil
+	case *TimeoutError:
+		if e.Phase == "context" || e.Phase == "context close" {
+			return e
+		}
+		return nil
+	case interface{ Unwrap() []error }:
+		for _, u := range e.Unwrap() {
+			if te := hungBy(u); te != nil {
+				return te
+			}
+		}
+		return nil
+	case interface{ Unwrap() error }:
+		return hungBy(e.Unwrap())
+	}
+	return nil
+}
+
+// answersAfter checks, after a sample that failed without a sign of a
+// broken browser, that the browser still answers within PingLimit (a
+// browser stopped during a load times the load out, and its context's
+// close may then fail in other ways than a timeout); it says why the
+// browser must be closed, "" when it answers.
+func (p *Pool[B]) answersAfter(ctx context.Context, b B) string {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.opts.PingLimit)
+	err := b.Ping(pctx)
+	cancel()
+	switch {
+	case err == nil:
+		return ""
+	case b.Alive() != nil:
+		return fmt.Sprintf("it ended (%v)", b.Alive())
+	}
+	return fmt.Sprintf("it did not answer within %v after the sample failed (%v)", p.opts.PingLimit, err)
 }
 
 // closeIdle closes the kept browsers unused for IdleClose.

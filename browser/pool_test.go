@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,17 @@ type fakeBrowser struct {
 	hung    bool  // Ping waits for its context
 	closed  int
 	samples int
+	// pingDies makes the next Ping end the browser with this error (a
+	// kill the driver sees only then)
+	pingDies error
 }
 
 func (f *fakeBrowser) Alive() error { return f.dead }
 func (f *fakeBrowser) Ping(ctx context.Context) error {
+	if f.pingDies != nil {
+		f.dead = fmt.Errorf("gone: %w", f.pingDies)
+		return f.pingDies
+	}
 	if f.hung {
 		<-ctx.Done()
 		return ctx.Err()
@@ -163,10 +171,45 @@ func TestPoolKeepsAndReplaces(t *testing.T) {
 	if w := rep.Warnings(); len(w) != 1 || !strings.HasPrefix(w[0], "browser failed during the sample and was closed: it did not answer") {
 		t.Errorf("warnings %q", w)
 	}
-	// a load that timed out does not condemn the browser
+	// a load that timed out does not condemn a browser that answers
 	rep, _ = p.Run(ctx, h.spec("h2", 0, &TimeoutError{Phase: "load", After: time.Second}))
 	if rep.Broken != "" || p.Len() != 1 {
 		t.Errorf("a load timeout: report %+v, kept %d", rep, p.Len())
+	}
+	// a load timeout joined before the context close's timeout does not
+	// hide it
+	s = h.spec("h2", 0, errors.Join(&TimeoutError{Phase: "load", After: time.Second}, &TimeoutError{Phase: "context close", After: contextCloseLimit}))
+	rep, _ = p.Run(ctx, s)
+	if !strings.Contains(rep.Broken, "it did not answer (browser: context close timed out") || p.Len() != 0 {
+		t.Errorf("load and close timed out: report %+v, kept %d", rep, p.Len())
+	}
+	// a failed sample whose browser no longer answers (stopped during the
+	// load, its context's close failing otherwise than by a timeout)
+	s = h.spec("h2", 0, nil)
+	s.Run = func(_ context.Context, b *fakeBrowser, _ bool) error {
+		b.hung = true
+		return errors.Join(&TimeoutError{Phase: "load", After: time.Second}, errors.New("detaching from the target: context deadline exceeded"))
+	}
+	rep, _ = p.Run(ctx, s)
+	if !strings.Contains(rep.Broken, "it did not answer within 20ms after the sample failed") || p.Len() != 0 {
+		t.Errorf("hung during the sample: report %+v, kept %d", rep, p.Len())
+	}
+}
+
+// TestPoolKilledJustBefore: a browser killed just before a sample, whose
+// driver has not yet seen it end (Alive nil) but whose ping fails as it
+// ends, is reported as ended, not as hung.
+func TestPoolKilledJustBefore(t *testing.T) {
+	p, h := newFakePool(t, 4)
+	ctx := context.Background()
+	if _, err := p.Run(ctx, h.spec("h2", 0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	b := h.started[0]
+	b.pingDies = errors.New("browser process exited: signal: killed")
+	rep, err := p.Run(ctx, h.spec("h2", 0, nil))
+	if err != nil || len(h.started) != 2 || !strings.Contains(rep.Replaced, "the previous browser had ended (gone: browser process exited: signal: killed)") {
+		t.Errorf("killed just before: %v, %d started, report %+v", err, len(h.started), rep)
 	}
 }
 
