@@ -17,10 +17,12 @@ exe=$(readlink -f "${QUICBENCH:-./bin/quicbench}")
 mkdir -p "$out"
 rm -f "$out/soak.db" "$out/procs.csv"
 
-# pss_kb PID: the proportional set size of one process, in kB.
-pss_kb() { awk '/^Pss:/ {print $2; exit}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+# pss_kb PID: the proportional set size of one process, in kB (0 for a
+# process without one, a zombie or one that ended: always a number, or the
+# arithmetic below would end the sampler).
+pss_kb() { awk '/^Pss:/ {v = $2} END {print v + 0}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
-rss_kb() { awk '/^VmRSS:/ {print $2; exit}' "/proc/$1/status" 2>/dev/null || echo 0; }
+rss_kb() { awk '/^VmRSS:/ {v = $2} END {print v + 0}' "/proc/$1/status" 2>/dev/null || echo 0; }
 
 sample() {
 	local now load
