@@ -41,8 +41,14 @@ func BenchmarkBrowserSampleOverhead(b *testing.B) {
 	}
 }
 
-// phases are one mode's per-sample times.
-type phases struct{ prep, wall, teardown, overhead []time.Duration }
+// phases are one mode's per-sample times, and its samples that were not
+// ok, which are counted and left out of the times: on a saturated machine
+// a fresh Firefox asked for h3 sometimes loaded over h2 (invalid), or did
+// not start within its 20 s (failed).
+type phases struct {
+	prep, wall, teardown, overhead []time.Duration
+	notOK                          int
+}
 
 func benchOverhead(b *testing.B, client, proto string) {
 	_, target := browserTestbed(b)
@@ -57,7 +63,9 @@ func benchOverhead(b *testing.B, client, proto string) {
 		res := ex.Execute(context.Background(), req(restart))
 		took := time.Since(t0)
 		if res.Status != model.StatusOK {
-			b.Fatalf("%s: %s: %s", restart, res.Status, res.Error)
+			into.notOK++
+			b.Logf("%s: %s: %s", restart, res.Status, res.Error)
+			return
 		}
 		into.prep = append(into.prep, res.Prep)
 		into.wall = append(into.wall, res.Wall)
@@ -79,6 +87,9 @@ func benchOverhead(b *testing.B, client, proto string) {
 		i++
 	}
 	med := func(d []time.Duration) float64 {
+		if len(d) == 0 {
+			return 0 // no sample ok: the _not_ok count says so
+		}
 		s := slices.Clone(d)
 		slices.Sort(s)
 		return float64(s[len(s)/2]) / float64(time.Millisecond)
@@ -91,6 +102,7 @@ func benchOverhead(b *testing.B, client, proto string) {
 		b.ReportMetric(med(m.p.wall), m.name+"_wall_ms")
 		b.ReportMetric(med(m.p.teardown), m.name+"_teardown_ms")
 		b.ReportMetric(med(m.p.overhead), m.name+"_overhead_ms")
+		b.ReportMetric(float64(m.p.notOK), m.name+"_not_ok")
 	}
 	b.ReportMetric(med(kept.overhead)/med(fresh.overhead), "context/fresh")
 }
