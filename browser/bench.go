@@ -36,10 +36,15 @@ func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, erro
 	if s.closed.Load() {
 		return nil, errors.New("browser: Bench on a closed Session")
 	}
-	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+	return s.tab().bench(ctx, pageURL, expr)
+}
+
+// bench is Session.Bench in tab t.
+func (t tab) bench(ctx context.Context, pageURL, expr string) ([]byte, error) {
+	if err := checkURL(pageURL, t.opts.Protocol); err != nil {
 		return nil, fmt.Errorf("browser: Bench: URL: %w", err)
 	}
-	lctx, cancel := context.WithTimeout(s.bctx, s.opts.Timeout)
+	lctx, cancel := context.WithTimeout(t.ctx, t.opts.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
@@ -54,8 +59,8 @@ func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, erro
 		}
 	}
 	if err != nil {
-		err = s.loadError(ctx, lctx, pageURL, err)
-		sctx, scancel := context.WithTimeout(s.bctx, closeGrace)
+		err = t.loadError(ctx, lctx, pageURL, err)
+		sctx, scancel := context.WithTimeout(t.ctx, closeGrace)
 		_ = chromedp.Do(sctx, chromedp.Stop())
 		scancel()
 		return nil, err

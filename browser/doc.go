@@ -8,6 +8,25 @@
 // tests that want warm connections (or Alt-Svc discovery: first load over
 // TCP, later ones over QUIC).
 //
+// # Persistent browsers
+//
+// A Session can also serve many samples, each in a fresh Context
+// (Session.NewContext): a Chromium browser context made over DevTools
+// (Target.createBrowserContext with disposeOnDetach), with its own
+// network context (connections, TLS session cache, QUIC sessions,
+// Alt-Svc and other server properties), in-memory HTTP cache, cookies and
+// storage, all disposed of when the Context closes. The protocol switches
+// below are process-wide: a context of a browser started with QUIC forced
+// for an origin loads that origin over h3 whatever it asks for, so a
+// browser serves one protocol (Options.LaunchKey says which Options can
+// share one). Pool keeps running browsers across samples, one per
+// LaunchKey: it restarts a browser that died, does not answer a ping, or
+// whose processes hold more memory than a limit (proportional set size,
+// GroupUsage), and reports per sample the CPU the browser's processes
+// spent (read from /proc, as the browser is no longer reaped per sample)
+// and their memory and open files. Pool is generic: package firefox's
+// Session plugs into it too.
+//
 // # Protocol control
 //
 //   - h1 / h1c: --disable-http2 and --disable-quic. Chromium uses its usual

@@ -193,12 +193,12 @@ func (s *Session) record(ctx context.Context, u string, ro RecordOptions) (*har.
 	}
 	defer stopRec()
 	if _, err := chromedp.Run(lctx, chromedp.NavigateResponse(u)); err != nil {
-		return nil, s.loadError(ctx, lctx, u, err)
+		return nil, s.tab().loadError(ctx, lctx, u, err)
 	}
 	for !rec.quietFor(ro.Quiet) {
 		select {
 		case <-lctx.Done():
-			return nil, s.loadError(ctx, lctx, u, lctx.Err())
+			return nil, s.tab().loadError(ctx, lctx, u, lctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -52,6 +52,10 @@ type Session struct {
 	closed    atomic.Bool
 }
 
+// ProfilePrefix starts the name of every profile directory a Session
+// makes (in Options.ProfileDir).
+const ProfilePrefix = "qb-chromium-"
+
 // NewSession starts headless Chromium with a fresh profile under
 // opts.ProfileDir, attaches to its first tab and returns once the tab
 // answers. opts.URL may be empty unless needed to derive the QUIC origin.
@@ -63,7 +67,7 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 		return nil, err
 	}
 	want, _ := NextHopProtocol(o.Protocol)
-	dir, err := os.MkdirTemp(o.ProfileDir, "qb-chromium-")
+	dir, err := os.MkdirTemp(o.ProfileDir, ProfilePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("browser: creating the profile directory: %w", err)
 	}
@@ -156,6 +160,17 @@ func (s *Session) setup() error {
 		return fmt.Errorf("browser: starting %s: %w", s.opts.Exe, err)
 	}
 	s.version = v.Product
+	if err := prepareTab(s.bctx, s.opts); err != nil {
+		return fmt.Errorf("browser: preparing the tab: %w", err)
+	}
+	return nil
+}
+
+// prepareTab readies the tab of chromedp context ctx for measurements: a
+// larger Resource Timing buffer in every document, and the HTTP cache off
+// with opts.DisableCache. Its first call on a new chromedp context creates
+// (and attaches to) the context's target.
+func prepareTab(ctx context.Context, opts Options) error {
 	steps := []chromedp.Action[chromedp.Void]{
 		// Sites may have more than the default 250 resource timing entries.
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
@@ -164,16 +179,13 @@ func (s *Session) setup() error {
 			return err
 		}),
 	}
-	if s.opts.DisableCache {
+	if opts.DisableCache {
 		steps = append(steps, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 			_, err := cdp.Call(ctx, t, network.SetCacheDisabled, network.SetCacheDisabledParams{CacheDisabled: true})
 			return err
 		}))
 	}
-	if err := chromedp.Do(s.bctx, steps...); err != nil {
-		return fmt.Errorf("browser: preparing the tab: %w", err)
-	}
-	return nil
+	return chromedp.Do(ctx, steps...)
 }
 
 // notePID records Chromium's process group. It must run after setup has
@@ -323,10 +335,29 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*Result, error) {
 	if s.closed.Load() {
 		return nil, errors.New("browser: Load on a closed Session")
 	}
-	if err := checkURL(pageURL, s.opts.Protocol); err != nil {
+	return s.tab().load(ctx, pageURL)
+}
+
+// tab is a page target the driver measures in: the session's own tab, or
+// the tab of one of its Contexts.
+type tab struct {
+	ctx     context.Context // the chromedp context of the target
+	opts    Options         // Protocol, Timeout of its loads
+	want    string          // expected nextHopProtocol
+	version string          // the browser's product
+}
+
+// tab returns the session's own tab.
+func (s *Session) tab() tab {
+	return tab{ctx: s.bctx, opts: s.opts, want: s.want, version: s.version}
+}
+
+// load is Session.Load in tab t.
+func (t tab) load(ctx context.Context, pageURL string) (*Result, error) {
+	if err := checkURL(pageURL, t.opts.Protocol); err != nil {
 		return nil, fmt.Errorf("browser: Load: URL: %w", err)
 	}
-	lctx, cancel := context.WithTimeout(s.bctx, s.opts.Timeout)
+	lctx, cancel := context.WithTimeout(t.ctx, t.opts.Timeout)
 	defer cancel()
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
@@ -339,9 +370,9 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*Result, error) {
 	}
 	wall := time.Since(started)
 	if err != nil {
-		err = s.loadError(ctx, lctx, pageURL, err)
+		err = t.loadError(ctx, lctx, pageURL, err)
 		// Leave the tab idle for a later load (or a clean close).
-		sctx, scancel := context.WithTimeout(s.bctx, time.Second)
+		sctx, scancel := context.WithTimeout(t.ctx, time.Second)
 		_ = chromedp.Do(sctx, chromedp.Stop())
 		scancel()
 		return nil, err
@@ -349,8 +380,8 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*Result, error) {
 	if raw == nil || raw.Nav == nil {
 		return nil, fmt.Errorf("browser: %s: the page has no navigation timing entry", pageURL)
 	}
-	res := raw.result(s.want, resp)
-	res.Version = s.version
+	res := raw.result(t.want, resp)
+	res.Version = t.version
 	res.Wall = wall
 	if err := res.check(); err != nil {
 		return res, err
@@ -359,12 +390,12 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*Result, error) {
 }
 
 // loadError turns a failed navigation into the package's typed errors.
-func (s *Session) loadError(ctx, lctx context.Context, pageURL string, err error) error {
+func (t tab) loadError(ctx, lctx context.Context, pageURL string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("browser: loading %s: %w", pageURL, ctx.Err())
 	}
 	if errors.Is(lctx.Err(), context.DeadlineExceeded) {
-		return &TimeoutError{Phase: "load", URL: pageURL, After: s.opts.Timeout}
+		return &TimeoutError{Phase: "load", URL: pageURL, After: t.opts.Timeout}
 	}
 	var le *chromedp.LoadError
 	if errors.As(err, &le) {

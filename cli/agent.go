@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
@@ -31,17 +32,25 @@ It exits at the end of stdin.`,
 			// CPU time counts in the agent's RUSAGE_CHILDREN: the sample's
 			// browser CPU.
 			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+			// The clients keep what they keep across samples (the
+			// browsers) until the agent ends.
 			ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{Getenv: env.Getenv})}
-			defer func() {
-				for _, c := range ex.Clients {
-					if c.Close != nil {
-						c.Close()
-					}
-				}
-			}()
+			defer closeClients(ex.Clients)
 			return agentServer(ex).Serve(cmd.Context(), env.Stdin, env.Stdout)
 		},
 	}
+}
+
+// closeClients releases what the clients keep across samples (their
+// browsers), all at once: each browser's close waits for its processes.
+func closeClients(clients map[string]workload.ClientImpl) {
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		if c.Close != nil {
+			wg.Go(c.Close)
+		}
+	}
+	wg.Wait()
 }
 
 // agentServer is the agent role of package control, running tests with ex.

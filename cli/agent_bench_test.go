@@ -38,6 +38,7 @@ func TestChromiumBenchEveryTest(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
 	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	defer closeClients(ex.Clients) // on every path (a no-op once closed)
 	for _, c := range benchCases {
 		p, err := plan.DecodeParams(c.test, c.params)
 		if err != nil {
@@ -74,5 +75,6 @@ func TestChromiumBenchEveryTest(t *testing.T) {
 			t.Logf("%s: %s prep %v wall %v", name, b, res.Prep.Round(time.Millisecond), res.Wall.Round(time.Microsecond))
 		}
 	}
+	closeClients(ex.Clients)
 	assertNoProfiles(t, profiles)
 }

@@ -16,7 +16,7 @@ import (
 // browserTestbed starts the real endpoint server on loopback for browser
 // samples and points TMPDIR, where the browsers' profiles go, at a fresh
 // directory, which it returns.
-func browserTestbed(t *testing.T) (profiles string, target workload.Target) {
+func browserTestbed(t testing.TB) (profiles string, target workload.Target) {
 	t.Helper()
 	profiles = t.TempDir()
 	t.Setenv("TMPDIR", profiles)
@@ -55,6 +55,7 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	requireChromiumCLI(t)
 	profiles, target := browserTestbed(t)
 	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	defer closeClients(ex.Clients) // on every path (a no-op once closed)
 	const objects = 4
 	alpn := map[string]string{model.ProtoH1: "http/1.1", model.ProtoH2: "h2", model.ProtoH3: "h3"}
 	for _, c := range []struct{ proto, conn string }{
@@ -116,6 +117,7 @@ func TestBrowserLoaderConnection(t *testing.T) {
 	if res.Status != model.StatusFailed || !strings.Contains(res.Error, `connection "hot"`) {
 		t.Errorf("connection hot: status %s, error %q", res.Status, res.Error)
 	}
+	closeClients(ex.Clients)
 	assertNoProfiles(t, profiles)
 }
 

@@ -14,7 +14,7 @@ import (
 
 // requireChromiumCLI skips the test when no Chromium binary is installed
 // where the browser package looks first.
-func requireChromiumCLI(t *testing.T) {
+func requireChromiumCLI(t testing.TB) {
 	t.Helper()
 	for _, p := range []string{"/usr/lib/chromium/chromium", "/usr/bin/chromium"} {
 		if _, err := os.Stat(p); err == nil {

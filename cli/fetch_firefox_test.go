@@ -19,7 +19,7 @@ import (
 )
 
 // requireFirefoxCLI ends the test when Firefox or certutil is missing.
-func requireFirefoxCLI(t *testing.T) {
+func requireFirefoxCLI(t testing.TB) {
 	t.Helper()
 	if _, err := firefox.FindExe(""); err != nil {
 		testsupport.Unavailable(t, "%v: skipping the real-browser test", err)
@@ -90,6 +90,7 @@ func TestFirefoxLoaderConnection(t *testing.T) {
 	requireFirefoxCLI(t)
 	profiles, target := browserTestbed(t)
 	ex := &workload.Executor{Clients: workload.Clients(workload.ClientEnv{})}
+	defer closeClients(ex.Clients) // on every path (a no-op once closed)
 	for _, c := range []struct {
 		proto, conn string
 		reused      float64
@@ -119,6 +120,7 @@ func TestFirefoxLoaderConnection(t *testing.T) {
 			t.Errorf("%s %s: prep %v, wall %v, sample %v, CPU %+v", c.proto, c.conn, res.Prep, res.Wall, took, res.CPU)
 		}
 	}
+	closeClients(ex.Clients)
 	if left, _ := filepath.Glob(filepath.Join(profiles, "qb-firefox-*")); len(left) > 0 {
 		t.Errorf("profiles left behind: %v", left)
 	}

@@ -35,6 +35,7 @@ func serverOps() string {
 func newServeCommand(env *Env) *cobra.Command {
 	var (
 		host, certFile, keyFile, caOut, keyLog, qlogDir, filesDir, cc, impl string
+		connLog                                                             string
 		port, plainPort                                                     int
 		names, sites, protocols, paths                                      []string
 		control, noEvents                                                   bool
@@ -146,6 +147,9 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 				}
 				cfg.Certificate = &cert
 			}
+			if connLog != "" && impl != peers.Own {
+				return Usage(fmt.Errorf("--conn-log is for quicbench's own server, not --impl %s", impl), "omit --conn-log")
+			}
 			if impl != peers.Own {
 				return servePeer(cmd.Context(), env, cfg, peerFlags{impl: impl, paths: paths, keyLog: keyLog, caOut: caOut, control: control, plainPortSet: cmd.Flags().Changed("plain-port")})
 			}
@@ -162,6 +166,14 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 				}
 				defer f.Close()
 				cfg.KeyLog = f
+			}
+			if connLog != "" {
+				f, err := os.OpenFile(connLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				if err != nil {
+					return Usage(fmt.Errorf("--conn-log: %w", err), "a writable file path")
+				}
+				defer f.Close()
+				cfg.OnConn = endpoint.ConnLog(f)
 			}
 			srv, err := endpoint.StartServer(cmd.Context(), cfg)
 			if err != nil {
@@ -196,6 +208,7 @@ server of files needs the /bytes/N and /page/N/S paths it must have with
 	f.StringVar(&caOut, "ca-out", "", "write the generated CA certificate (PEM) to this file, for clients' --ca")
 	f.StringVar(&keyLog, "keylog", "", "append TLS secrets to this file (SSLKEYLOGFILE format, for Wireshark; default: $SSLKEYLOGFILE, except with --control)")
 	f.StringVar(&qlogDir, "qlog", "", "write one qlog file per QUIC connection into this directory (for qvis)")
+	f.StringVar(&connLog, "conn-log", "", "append a JSON line per TLS connection opened (after its handshake: ALPN, resumed, 0-RTT) and closed, over TCP and QUIC")
 	f.StringArrayVar(&sites, "site", nil, "serve directory DIR as /site/NAME/ (NAME=DIR, repeatable)")
 	f.StringVar(&filesDir, "files", "", "serve this directory as /files/")
 	f.StringSliceVar(&protocols, "protocols", nil, "serve only these protocols (comma-separated: "+strings.Join(model.Protocols, ",")+")")

@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quicbench/quicbench/endpoint/certs"
@@ -88,6 +89,9 @@ type ServerConfig struct {
 	// key of its own leaf (so ServerInfo.SPKI pins them all). It needs the
 	// generated certificate (no Certificate).
 	Replay *replay.Origins
+	// OnConn, if set, receives every TLS connection's open (after its
+	// handshake) and close (ConnEvent), over TCP and QUIC.
+	OnConn func(ConnEvent)
 }
 
 // DefaultServerIdleTimeout is the default ServerConfig.IdleTimeout, equal
@@ -225,7 +229,11 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 				ref := s.book.open("quic", remote)
 				return func(st model.TransportStats) { s.book.put(ref, st) }
 			},
-			Logf: s.logf,
+			OnHandshake: func(remote string, st h3.State) {
+				s.onConn(ConnEvent{Event: "open", Kind: "quic", Remote: remote, ALPN: st.TLS.NegotiatedProtocol, Resumed: st.TLS.DidResume, ZeroRTT: st.Used0RTT})
+			},
+			OnEnd: func(remote string) { s.onConn(ConnEvent{Event: "close", Kind: "quic", Remote: remote}) },
+			Logf:  s.logf,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("endpoint: QUIC: %w", err)
@@ -524,7 +532,10 @@ func (s *Server) dispatchTLS(c *trackedConn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	proto := tc.ConnectionState().NegotiatedProtocol
+	cs := tc.ConnectionState()
+	proto := cs.NegotiatedProtocol
+	c.opened.Store(true)
+	s.onConn(ConnEvent{Event: "open", Kind: "tcp", Remote: c.RemoteAddr().String(), ALPN: proto, Resumed: cs.DidResume})
 	switch {
 	case proto == raw.ALPN:
 		if err := raw.Serve(&idleConn{Conn: tc, idle: s.cfg.IdleTimeout}, false); err != nil && !isNetClosed(err) {
@@ -658,10 +669,11 @@ func ignoreClosed(err error) error {
 // when closed and is closed by Server.Close.
 type trackedConn struct {
 	*net.TCPConn
-	s    *Server
-	ref  bookRef
-	once sync.Once
-	err  error
+	s      *Server
+	ref    bookRef
+	once   sync.Once
+	err    error
+	opened atomic.Bool // its TLS handshake completed (ServerConfig.OnConn saw it open)
 }
 
 func (s *Server) track(c net.Conn) *trackedConn {
@@ -693,6 +705,9 @@ func (c *trackedConn) Close() error {
 		delete(c.s.conns, c)
 		c.s.mu.Unlock()
 		c.err = c.TCPConn.Close()
+		if c.opened.Load() {
+			c.s.onConn(ConnEvent{Event: "close", Kind: "tcp", Remote: c.RemoteAddr().String()})
+		}
 	})
 	return c.err
 }

@@ -21,21 +21,29 @@ func Bench(ctx context.Context, opts Options, expr string) ([]byte, error) {
 // Options.Timeout. Errors are those of Session.Load (a navigation or
 // timeout error), or the script's exception.
 func (s *Session) Bench(ctx context.Context, pageURL, expr string) ([]byte, error) {
-	lctx, cancel, err := s.pageContext(ctx, "Bench", pageURL)
+	if err := s.ownPrefs(ctx); err != nil {
+		return nil, err
+	}
+	return s.tab().bench(ctx, pageURL, expr)
+}
+
+// bench is Session.Bench in tab t.
+func (t tab) bench(ctx context.Context, pageURL, expr string) ([]byte, error) {
+	lctx, cancel, err := t.pageContext(ctx, "Bench", pageURL)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	if err := s.goTo(lctx, pageURL); err != nil {
-		return nil, s.loadError(ctx, lctx, pageURL, err)
+	if err := t.goTo(lctx, pageURL); err != nil {
+		return nil, t.loadError(ctx, lctx, pageURL, err)
 	}
-	v, err := s.evaluate(lctx, expr)
+	v, err := t.evaluate(lctx, expr)
 	if err != nil {
 		var se *scriptError
 		if errors.As(err, &se) {
 			return nil, fmt.Errorf("firefox: %s: the page's script failed: %s", pageURL, se.text)
 		}
-		return nil, s.loadError(ctx, lctx, pageURL, err)
+		return nil, t.loadError(ctx, lctx, pageURL, err)
 	}
 	return []byte(v), nil
 }
@@ -49,7 +57,7 @@ func (e *scriptError) Error() string { return "script failed: " + e.text }
 // evaluate runs the JavaScript expression expr in the session's tab,
 // awaiting it when it is a promise, and returns its value, which must be
 // a string (a *scriptError otherwise, or when it threw).
-func (s *Session) evaluate(ctx context.Context, expr string) (string, error) {
+func (t tab) evaluate(ctx context.Context, expr string) (string, error) {
 	var r struct {
 		Type   string `json:"type"` // "success" or "exception"
 		Result struct {
@@ -60,8 +68,8 @@ func (s *Session) evaluate(ctx context.Context, expr string) (string, error) {
 			Text string `json:"text"`
 		} `json:"exceptionDetails"`
 	}
-	err := s.bidi.call(ctx, "script.evaluate", map[string]any{
-		"expression": expr, "target": map[string]string{"context": s.context}, "awaitPromise": true,
+	err := t.s.bidi.call(ctx, "script.evaluate", map[string]any{
+		"expression": expr, "target": map[string]string{"context": t.id}, "awaitPromise": true,
 	}, &r)
 	if err != nil {
 		return "", err

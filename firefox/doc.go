@@ -6,15 +6,28 @@
 //
 // Load runs one cold sample: a fresh profile, one navigation, then the
 // browser is killed and the profile removed. A Session keeps one browser
-// across several loads for warm connections.
+// across several loads for warm connections, or serves many samples, each
+// in a fresh UserContext (Session.NewContext: a WebDriver BiDi user
+// context, Firefox's container, with its own connections, TLS session and
+// QUIC token caches, HTTP cache, Alt-Svc and cookies). Firefox is started
+// with --remote-allow-system-access, so that the driver can act in its
+// privileged scope: it sets the sample's protocol preferences in the
+// running browser (they are live: one Firefox serves h1, h2 and h3
+// samples) and, when a user context is removed, closes the idle
+// connections Firefox would otherwise keep in its pool and forgets the
+// origins for which it gave HTTP/3 up (a list Firefox keeps for the
+// whole browser). browser.Pool keeps Sessions across samples.
 //
 // # Driver
 //
 // The driver speaks BiDi itself over a WebSocket (github.com/coder/websocket)
-// with seven commands: session.new, browsingContext.getTree,
-// script.addPreloadScript, browsingContext.setViewport,
-// network.setCacheBehavior, browsingContext.navigate (wait "complete") and
-// script.evaluate (the Performance API script of package browser). It runs
+// with these commands: session.new, session.status, browsingContext.getTree
+// (also of the chrome windows, "moz:scope"), script.addPreloadScript,
+// browsingContext.setViewport, network.setCacheBehavior,
+// browsingContext.navigate (wait "complete"), script.evaluate (the
+// Performance API script of package browser, and the privileged scripts),
+// browser.createUserContext, browsingContext.create and
+// browser.removeUserContext. It runs
 // in the calling Go process, as chromedp does for Chromium, rather than in
 // a Node.js driver (puppeteer-core): no Node start per sample on the
 // measured machine, the driver's CPU is not charged to the sample's client

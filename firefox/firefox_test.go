@@ -49,7 +49,7 @@ func assertClean(t *testing.T, dir string, pgid int) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), profilePrefix) {
+		if strings.HasPrefix(e.Name(), ProfilePrefix) {
 			t.Errorf("profile %s left behind", e.Name())
 		}
 	}
@@ -189,7 +189,7 @@ func firefoxesOf(dir string) []int {
 	for _, e := range entries {
 		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		// (a zombie's command line is empty)
-		if err == nil && strings.Contains(string(b), dir+"/"+profilePrefix) {
+		if err == nil && strings.Contains(string(b), dir+"/"+ProfilePrefix) {
 			pid, _ := strconv.Atoi(e.Name())
 			pids = append(pids, pid)
 		}

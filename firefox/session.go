@@ -28,8 +28,9 @@ const (
 	// serverFile is the file of a profile in which Firefox's remote agent
 	// writes where its WebDriver BiDi server listens, once it listens.
 	serverFile = "WebDriverBiDiServer.json"
-	// profilePrefix starts the name of every profile directory.
-	profilePrefix = "qb-firefox-"
+	// ProfilePrefix starts the name of every profile directory a Session
+	// makes (in Options.ProfileDir).
+	ProfilePrefix = "qb-firefox-"
 )
 
 // Session is one running headless Firefox with a fresh profile, kept across
@@ -46,7 +47,9 @@ type Session struct {
 	pgid    int           // Firefox's process group, 0 when it never started
 	exited  chan struct{} // closed once Firefox's main process was waited for
 	bidi    *bidiConn
-	context string // the tab's browsing context id
+	context string         // the tab's browsing context id
+	chrome  string         // a chrome window's browsing context (privileged scope)
+	live    map[string]any // the live preferences in effect (isLivePref)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -64,11 +67,11 @@ func NewSession(ctx context.Context, opts Options) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(o.ProfileDir, profilePrefix)
+	dir, err := os.MkdirTemp(o.ProfileDir, ProfilePrefix)
 	if err != nil {
 		return nil, fmt.Errorf("firefox: creating the profile directory: %w", err)
 	}
-	s := &Session{opts: o, dir: dir, exited: make(chan struct{})}
+	s := &Session{opts: o, dir: dir, exited: make(chan struct{}), live: livePrefs(o.prefs())}
 	sctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
 	if err := s.start(sctx, cas); err != nil {
@@ -89,7 +92,7 @@ func (s *Session) start(ctx context.Context, cas []*x509.Certificate) error {
 		return err
 	}
 	o := s.opts
-	cmd := exec.Command(o.Exe, "--headless", "--no-remote", "--profile", s.dir, "--remote-debugging-port", "0", "about:blank")
+	cmd := exec.Command(o.Exe, "--headless", "--no-remote", "--profile", s.dir, "--remote-debugging-port", "0", "--remote-allow-system-access", "about:blank")
 	cmd.Env = append(os.Environ(), "MOZ_CRASHREPORTER_DISABLE=1")
 	if o.KeyLogFile != "" {
 		cmd.Env = append(cmd.Env, "SSLKEYLOGFILE="+o.KeyLogFile)
@@ -306,21 +309,21 @@ func once[T any](ctx context.Context, opts Options, f func(s *Session, url strin
 // pageContext checks that the session is open and that pageURL fits its
 // protocol (op names the caller in the error), and returns the context
 // that bounds a page's load and measurement: Options.Timeout.
-func (s *Session) pageContext(ctx context.Context, op, pageURL string) (context.Context, context.CancelFunc, error) {
-	if s.closed.Load() {
+func (t tab) pageContext(ctx context.Context, op, pageURL string) (context.Context, context.CancelFunc, error) {
+	if t.s.closed.Load() {
 		return nil, nil, errClosed
 	}
-	if err := browser.CheckURL(pageURL, s.opts.Protocol); err != nil {
+	if err := browser.CheckURL(pageURL, t.opts.Protocol); err != nil {
 		return nil, nil, fmt.Errorf("firefox: %s: URL: %w", op, err)
 	}
-	lctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	lctx, cancel := context.WithTimeout(ctx, t.opts.Timeout)
 	return lctx, cancel, nil
 }
 
 // goTo navigates the tab to pageURL and waits for its load event.
-func (s *Session) goTo(ctx context.Context, pageURL string) error {
-	return s.bidi.call(ctx, "browsingContext.navigate", map[string]any{
-		"context": s.context, "url": pageURL, "wait": "complete",
+func (t tab) goTo(ctx context.Context, pageURL string) error {
+	return t.s.bidi.call(ctx, "browsingContext.navigate", map[string]any{
+		"context": t.id, "url": pageURL, "wait": "complete",
 	}, nil)
 }
 
@@ -362,32 +365,62 @@ type measured struct {
 //     error text, e.g. "NS_ERROR_CONNECTION_REFUSED");
 //   - ctx's error when ctx ended first.
 func (s *Session) Load(ctx context.Context, pageURL string) (*browser.Result, error) {
-	lctx, cancel, err := s.pageContext(ctx, "Load", pageURL)
+	if err := s.ownPrefs(ctx); err != nil {
+		return nil, err
+	}
+	return s.tab().load(ctx, pageURL)
+}
+
+// ownPrefs restores the session's own live preferences (its protocol's)
+// when a UserContext of another protocol changed them.
+func (s *Session) ownPrefs(ctx context.Context) error {
+	if s.closed.Load() {
+		return errClosed
+	}
+	pctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	return s.setLivePrefs(pctx, s.opts)
+}
+
+// tab is a top-level browsing context the driver measures in: the
+// session's own tab, or the tab of one of its UserContexts.
+type tab struct {
+	s    *Session
+	id   string  // the browsing context id
+	opts Options // Protocol and Timeout of its loads
+}
+
+// tab returns the session's own tab.
+func (s *Session) tab() tab { return tab{s: s, id: s.context, opts: s.opts} }
+
+// load is Session.Load in tab t.
+func (t tab) load(ctx context.Context, pageURL string) (*browser.Result, error) {
+	lctx, cancel, err := t.pageContext(ctx, "Load", pageURL)
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
 
 	started := time.Now()
-	err = s.goTo(lctx, pageURL)
+	err = t.goTo(lctx, pageURL)
 	var m measured
 	if err == nil {
-		m, err = s.measure(lctx)
+		m, err = t.measure(lctx)
 	}
 	wall := time.Since(started)
 	if err != nil {
-		err = s.loadError(ctx, lctx, pageURL, err)
+		err = t.loadError(ctx, lctx, pageURL, err)
 		// Leave the tab idle for a later load.
 		sctx, scancel := context.WithTimeout(context.Background(), time.Second)
-		_ = s.bidi.call(sctx, "browsingContext.navigate", map[string]any{"context": s.context, "url": "about:blank", "wait": "none"}, nil)
+		_ = t.s.bidi.call(sctx, "browsingContext.navigate", map[string]any{"context": t.id, "url": "about:blank", "wait": "none"}, nil)
 		scancel()
 		return nil, err
 	}
-	res, err := browser.ParseCollected(m.Collected, s.opts.Protocol)
+	res, err := browser.ParseCollected(m.Collected, t.opts.Protocol)
 	if err != nil {
 		return nil, fmt.Errorf("firefox: %s: %w", pageURL, err)
 	}
-	res.Version = s.version
+	res.Version = t.s.version
 	res.Wall = wall
 	res.Status = m.Status
 	if alpn := res.Resources[0].Protocol; browser.HTTPVersion(alpn) != "" {
@@ -401,9 +434,9 @@ func (s *Session) Load(ctx context.Context, pageURL string) (*browser.Result, er
 }
 
 // measure runs measureJS in the tab.
-func (s *Session) measure(ctx context.Context) (measured, error) {
+func (t tab) measure(ctx context.Context) (measured, error) {
 	var m measured
-	v, err := s.evaluate(ctx, measureJS)
+	v, err := t.evaluate(ctx, measureJS)
 	if err != nil {
 		var se *scriptError
 		if errors.As(err, &se) {
@@ -418,12 +451,12 @@ func (s *Session) measure(ctx context.Context) (measured, error) {
 }
 
 // loadError turns a failed navigation into package browser's typed errors.
-func (s *Session) loadError(ctx, lctx context.Context, pageURL string, err error) error {
+func (t tab) loadError(ctx, lctx context.Context, pageURL string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("firefox: loading %s: %w", pageURL, ctx.Err())
 	}
 	if errors.Is(lctx.Err(), context.DeadlineExceeded) {
-		return &browser.TimeoutError{Phase: "load", URL: pageURL, After: s.opts.Timeout}
+		return &browser.TimeoutError{Phase: "load", URL: pageURL, After: t.opts.Timeout}
 	}
 	var ce *CommandError
 	if errors.As(err, &ce) && ce.Method == "browsingContext.navigate" {

@@ -46,6 +46,9 @@ type doc struct {
 	scenarios         []scenDoc
 	tests             []testDoc
 	resolved          bool // a relative path was resolved against the plan's directory
+	// browser clients (plan/browser.go): "" (auto) or "always"; bytes, 0 = the agent's default
+	browserRestart     string
+	browserMemoryLimit int64
 	// stacks are the contract stacks the plan declares (stacks:), their
 	// commands made absolute; declared in the registry (peers.Declare)
 	stacks        []*peers.Stack
@@ -129,7 +132,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "stacks", "missing_bodies", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "browser_restart", "browser_memory_limit", "stacks", "missing_bodies", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}
@@ -495,6 +498,7 @@ func (d *decoder) decode(data []byte) (*doc, bool) {
 			out.warmup = b
 		}
 	}
+	d.browserFields(f, out)
 	if v, ok := f["timeout"]; ok {
 		if t, ok := d.duration(v.val, "timeout", time.Second, 24*time.Hour); ok {
 			out.timeout = t

@@ -277,6 +277,10 @@ func (p *Plan) Hash() string {
 		// recorded pages' missing bodies are served as filler
 		fmt.Fprintf(h, "missing_bodies=fill\n")
 	}
+	if p.d.browserRestart == BrowserRestartAlways {
+		// a fresh browser per sample, not a fresh context in a kept one
+		fmt.Fprintf(h, "browser_restart=always\n")
+	}
 	if p.d.precision > 0 {
 		// adaptive: the rule decides how many samples each group gets
 		fmt.Fprintf(h, "precision=%g\n", p.d.precision)

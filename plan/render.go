@@ -87,6 +87,7 @@ func (p *Plan) render() []byte {
 	}
 	top.add("cc", oneOrList(d.ccs, false))
 	top.add("timeout", scalar(formatDuration(p.Timeout)))
+	d.renderBrowser(top)
 	if len(d.stacks) > 0 {
 		list := &yaml.Node{Kind: yaml.SequenceNode}
 		for _, st := range d.stacks {

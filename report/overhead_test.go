@@ -84,7 +84,7 @@ func TestOverheadParts(t *testing.T) {
 		{"  of which waiting for connections to close across the link", "2ms / 25ms / 25ms over 3 samples"},
 		{"  of which the test's unmeasured preparation (connecting, priming)", "0s / 120ms / 120ms over 3 samples"},
 		{"  of which the runner's own work", "5ms / 8ms / 8ms over 3 samples"}, // 8, 5, 4
-		{"per-sample overhead, Chromium (browser start and teardown included) (p50 / p95 / max)", "900ms / 1s / 1s over 2 samples"},
+		{"per-sample overhead, Chromium (a context per sample, browser starts included) (p50 / p95 / max)", "900ms / 1s / 1s over 2 samples"},
 		{"  of which the test's unmeasured preparation (browser start; a warm page's priming load or the bench page's load)", "600ms / 640ms / 640ms over 2 samples"},
 		{"  of which the runner's own work and the browser's teardown", "260ms / 400ms / 400ms over 2 samples"}, // 400, 260
 	}

@@ -73,7 +73,16 @@ tests:
 func TestChromiumBenchPhysics(t *testing.T) {
 	needRoot(t)
 	needChromium(t)
-	benchPhysics(t, "chromium", func(us float64) bool { return us == 5 })
+	benchPhysics(t, "chromium", 1, func(us float64) bool { return us == 5 })
+}
+
+// TestChromiumBenchPhysicsParallel is TestChromiumBenchPhysics on up to 4
+// testbeds at once, each agent with its kept browsers (the admission rule
+// decides how many run together; the log says how many did).
+func TestChromiumBenchPhysicsParallel(t *testing.T) {
+	needRoot(t)
+	needChromium(t)
+	benchPhysics(t, "chromium", 4, func(us float64) bool { return us == 5 })
 }
 
 // TestFirefoxBenchPhysics is TestChromiumBenchPhysics in headless Firefox,
@@ -82,21 +91,29 @@ func TestChromiumBenchPhysics(t *testing.T) {
 func TestFirefoxBenchPhysics(t *testing.T) {
 	needRoot(t)
 	needFirefox(t)
-	benchPhysics(t, "firefox", func(us float64) bool { return us > 0 && us <= 100 })
+	benchPhysics(t, "firefox", 1, func(us float64) bool { return us > 0 && us <= 100 })
 }
 
-// benchPhysics runs benchPlan with client and checks its samples; timerOK
-// says whether the page's timer resolution (us) is what the browser gives
-// an isolated page.
-func benchPhysics(t *testing.T, client string, timerOK func(us float64) bool) {
+// TestFirefoxBenchPhysicsParallel is TestFirefoxBenchPhysics on up to 4
+// testbeds at once.
+func TestFirefoxBenchPhysicsParallel(t *testing.T) {
+	needRoot(t)
+	needFirefox(t)
+	benchPhysics(t, "firefox", 4, func(us float64) bool { return us > 0 && us <= 100 })
+}
+
+// benchPhysics runs benchPlan with client on up to parallel testbeds at
+// once and checks its samples; timerOK says whether the page's timer
+// resolution (us) is what the browser gives an isolated page.
+func benchPhysics(t *testing.T, client string, parallel int, timerOK func(us float64) bool) {
 	p, err := plan.Parse("bench.yaml", []byte(strings.Replace(benchPlan, "client: chromium", "client: "+client, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := filepath.Join(t.TempDir(), "bench.db")
 	start := time.Now()
-	sum := runPlan(t, p, db, 0)
-	t.Logf("bench plan: %d samples in %s", sum.Taken, time.Since(start).Round(time.Second))
+	sum := runPlanParallel(t, p, db, 0, parallel)
+	t.Logf("bench plan: %d samples in %s on up to %d testbeds", sum.Taken, time.Since(start).Round(time.Second), parallel)
 	ds := load(t, db)
 	checkComplete(t, ds)
 	checkPrep(t, ds)
@@ -105,8 +122,10 @@ func benchPhysics(t *testing.T, client string, timerOK func(us float64) bool) {
 		cells[c.ID] = c
 	}
 	ttfb := map[string]map[int]float64{} // protocol -> iteration -> ms
+	most := 0
 	for _, s := range ds.Samples {
 		c := cells[s.CellID]
+		most = max(most, s.Concurrency)
 		if s.Status != model.StatusOK {
 			t.Errorf("%s #%d: %s: %s", c.Key, s.Iteration, s.Status, s.Error)
 			continue
@@ -133,6 +152,7 @@ func benchPhysics(t *testing.T, client string, timerOK func(us float64) bool) {
 			}
 		}
 	}
+	t.Logf("at most %d testbeds took samples at once", most)
 	var h2, h3 []float64
 	for _, v := range ttfb["h2"] {
 		h2 = append(h2, v)

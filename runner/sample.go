@@ -14,6 +14,7 @@ import (
 	"github.com/quicbench/quicbench/internal/sysinfo"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/netns"
+	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/plan"
 	"github.com/quicbench/quicbench/workload"
 )
@@ -22,6 +23,11 @@ const (
 	// agentGrace is added to a sample's timeout before the runner gives up
 	// on the agent and restarts it.
 	agentGrace = 15 * time.Second
+	// browserStartGrace is added too for a browser client's sample, whose
+	// agent may have to start its kept browser first (bounded by
+	// workload.BrowserStartTimeout; on a saturated machine Firefox took
+	// more than 20 s).
+	browserStartGrace = workload.BrowserStartTimeout
 	// cpuPoll is the period of the server CPU timeline of the cpu test.
 	cpuPoll = workload.CPUSampleInterval
 )
@@ -248,7 +254,8 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	info := r.srv.info
 	req := workload.Request{
 		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC, QUICEvents: r.opts.QUICEvents,
-		Timeout: r.plan.TimeoutFor(c),
+		Timeout:        r.plan.TimeoutFor(c),
+		BrowserRestart: r.plan.BrowserRestart(), BrowserMemoryLimit: r.plan.BrowserMemoryLimit(),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
 			CAPEM: info.CAPEM, SPKI: info.SPKI, DirSlash: dirSlash(c.ServerImpl()),
@@ -322,6 +329,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	if res.ClientCPUUnavailable {
 		s.Warnings = append(s.Warnings, "client CPU time unavailable")
 	}
+	s.Warnings = append(s.Warnings, res.Warnings...) // the client's (a browser restarted or failed)
 	s.LinkUp, s.LinkDown = w.after.link[0].Sub(w.before.link[0]), w.after.link[1].Sub(w.before.link[1])
 	cpuMetrics(s.Metrics, s.CPU, res.Bytes, !res.ClientCPUUnavailable, srvCPU, s.Status == model.StatusOK)
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
@@ -509,7 +517,11 @@ func (r *slot) callAgent(ctx context.Context, req workload.Request) (*workload.R
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	actx, cancel := context.WithTimeout(ctx, timeout+agentGrace)
+	grace := agentGrace
+	if peers.IsBrowser(req.Client) {
+		grace += browserStartGrace
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout+grace)
 	defer cancel()
 	type out struct {
 		res workload.Result

@@ -32,17 +32,46 @@ import (
 // the sample's protocol), and the metrics, computed by the same code as
 // the built-in client's (docs/metrics.md says what each includes).
 
-// BrowserBench runs the bench page in a browser: it starts the browser
-// with a fresh profile in the client namespace (the agent's), navigates a
-// tab to url, evaluates BenchResultJS there (awaiting its promise), closes
-// the browser (on every path), and returns the string the expression
-// returned: the page's result as JSON. The browser must use req.Protocol
-// for url's origin (h1, h2 or h3 forced, as for page loads) and trust the
-// server's certificate (req.Target.SPKI). It should bound its work by
-// req.Timeout. An error means the sample failed (the browser did not
-// start, the navigation failed, the expression threw); the checks of what
-// the page measured are the caller's.
-type BrowserBench func(ctx context.Context, req Request, url string) (resultJSON []byte, err error)
+// BrowserBench runs the bench page in a browser: in a fresh isolated
+// context of the client agent's running browser (or a fresh browser, per
+// req.BrowserRestart) in the client namespace, it navigates a tab to url,
+// evaluates BenchResultJS there (awaiting its promise), closes the context
+// (on every path), and returns the string the expression returned: the
+// page's result as JSON. The browser must use req.Protocol for url's
+// origin (h1, h2 or h3 forced, as for page loads) and trust the server's
+// certificate (req.Target.SPKI). It should bound its work by req.Timeout.
+// An error means the sample failed (the browser did not start, the
+// navigation failed, the expression threw); the checks of what the page
+// measured are the caller's. The *BrowserReport (nil when the driver has
+// none) says what the browser's processes spent on the sample and what
+// happened to the browser.
+type BrowserBench func(ctx context.Context, req Request, url string) (resultJSON []byte, rep *BrowserReport, err error)
+
+// BrowserStartTimeout bounds the start of a browser the client agent keeps
+// across samples, which the sample that needs it waits for before its own
+// time limit begins: a start is paid once per testbed, not per sample, and
+// on a saturated machine Firefox took more than the 20 s a browser per
+// sample is given. The runner waits that much longer for a browser
+// client's sample.
+const BrowserStartTimeout = 60 * time.Second
+
+// BrowserReport is what a browser driver reports of its browser for one
+// sample besides the measurement (docs/metrics.md, "Persistent
+// browsers").
+type BrowserReport struct {
+	// CPU holds the client fields: the CPU time the browser's processes
+	// spent on the sample. CPUUnavailable is set when it could not be
+	// read.
+	CPU            model.CPUUsage
+	CPUUnavailable bool
+	// Warnings say what happened to the browser: restarted before the
+	// sample (and why), failed during it.
+	Warnings []string
+	// Metrics are the browser's and the agent's resource usage after the
+	// sample (browser_rss_mb, browser_pss_mb, browser_fds, browser_age,
+	// agent_rss_mb, agent_fds).
+	Metrics map[string]float64
+}
 
 // BenchResultJS is the expression a BrowserBench evaluates in the bench
 // page once navigated: it waits for the page's script to publish its
@@ -173,23 +202,44 @@ func (e *Executor) benchSample(ctx context.Context, req Request, r run, st *peer
 	}
 	cpu0, cpuErr0 := ChildrenCPU()
 	start := time.Now()
-	data, err := bench(ctx, req, u)
+	data, rep, err := bench(ctx, req, u)
 	took := time.Since(start)
 	cpu1, cpuErr1 := ChildrenCPU()
 	if err != nil {
-		return &Result{Metrics: map[string]float64{}, Prep: took}, err
+		res := &Result{Metrics: map[string]float64{}, Prep: took}
+		rep.addTo(res)
+		return res, err
 	}
 	res, err := benchResult(data, req, r.bench)
 	if res == nil {
 		res = &Result{Metrics: map[string]float64{}}
 	}
-	if cpuErr0 == nil && cpuErr1 == nil {
+	switch {
+	case rep != nil:
+		res.CPU.ClientUser, res.CPU.ClientSys = rep.CPU.ClientUser, rep.CPU.ClientSys
+		res.ClientCPUUnavailable = rep.CPUUnavailable
+	case cpuErr0 == nil && cpuErr1 == nil:
+		// A driver without a report ran its browser as a child of this
+		// process, reaped within the call.
 		res.CPU.ClientUser, res.CPU.ClientSys = cpu1.User-cpu0.User, cpu1.Sys-cpu0.Sys
-	} else {
+	default:
 		res.ClientCPUUnavailable = true
 	}
+	rep.addTo(res)
 	res.Prep, res.Wall = benchTimes(start, took, res.Prep, res.Wall)
 	return res, err
+}
+
+// addTo adds the report's warnings and metrics to res (nothing for a nil
+// report).
+func (rep *BrowserReport) addTo(res *Result) {
+	if rep == nil {
+		return
+	}
+	res.Warnings = append(res.Warnings, rep.Warnings...)
+	for k, v := range rep.Metrics {
+		res.Metrics[k] = v
+	}
 }
 
 // benchTimes places the page's measured part (which began at measured,
@@ -203,8 +253,6 @@ func benchTimes(start time.Time, took, measured, wall time.Duration) (prep, w ti
 	return prep, min(max(wall, 0), took-prep)
 }
 
-// childrenCPU is the CPU time of the agent's waited-for children and
-// their waited-for descendants: the processes of a browser that ended.
 // ChildrenCPU is the CPU time of this process's waited-for children (in
 // the agent, a subreaper: the browser processes of finished samples).
 func ChildrenCPU() (endpoint.CPUTime, error) {

@@ -47,10 +47,16 @@ func (p fakePage) json(t *testing.T) []byte {
 // runBench takes a chromium sample whose browser returns data.
 func runBench(t *testing.T, test, proto string, prm map[string]string, data []byte) (*Result, []string) {
 	t.Helper()
+	return runBenchReport(t, test, proto, prm, data, nil)
+}
+
+// runBenchReport is runBench with a driver that also reports rep.
+func runBenchReport(t *testing.T, test, proto string, prm map[string]string, data []byte, rep *BrowserReport) (*Result, []string) {
+	t.Helper()
 	var urls []string
-	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Bench: func(_ context.Context, req Request, u string) ([]byte, error) {
+	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Bench: func(_ context.Context, req Request, u string) ([]byte, *BrowserReport, error) {
 		urls = append(urls, u)
-		return data, nil
+		return data, rep, nil
 	}}}}
 	req := Request{Test: test, Protocol: proto, Client: "chromium", Params: testParams(test, prm), Target: Target{Host: "10.9.2.2", Port: 4433}}
 	return ex.Execute(context.Background(), req), urls
@@ -276,10 +282,42 @@ func TestBenchUploadAndTTFB(t *testing.T) {
 	}
 }
 
+// TestBenchBrowserReport checks that a driver's report makes the sample's
+// client CPU (a persistent browser is not this process's child), and adds
+// its warnings and metrics; a report saying the CPU could not be read
+// leaves it unavailable.
+func TestBenchBrowserReport(t *testing.T) {
+	req := map[string]any{"name": "/bytes/1000000?qb=0", "start": 0.5, "end": 80.5, "bytes": 1000000}
+	page := newPage("download", "h2", 181, []map[string]any{req},
+		entry("resource", "/bytes/1000000?qb=0", "h2", 100.5, 100.5+0.5, 180.4))
+	rep := &BrowserReport{
+		CPU:      model.CPUUsage{ClientUser: 300 * time.Millisecond, ClientSys: 70 * time.Millisecond},
+		Warnings: []string{"browser restarted before the sample: it had ended"},
+		Metrics:  map[string]float64{"browser_pss_mb": 312, "browser_age": 1},
+	}
+	res, _ := runBenchReport(t, plan.TestDownload, model.ProtoH2, map[string]string{"size": "1MB"}, page.json(t), rep)
+	if res.Status != model.StatusOK {
+		t.Fatalf("%s: %s", res.Status, res.Error)
+	}
+	if res.CPU.ClientUser != 300*time.Millisecond || res.CPU.ClientSys != 70*time.Millisecond || res.ClientCPUUnavailable {
+		t.Errorf("client CPU %+v (unavailable %v), want the report's", res.CPU, res.ClientCPUUnavailable)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0] != rep.Warnings[0] {
+		t.Errorf("warnings %q", res.Warnings)
+	}
+	if res.Metrics["browser_pss_mb"] != 312 || res.Metrics["browser_age"] != 1 || res.Metrics["goodput_mbps"] <= 0 {
+		t.Errorf("metrics %v", res.Metrics)
+	}
+	rep = &BrowserReport{CPUUnavailable: true}
+	if res, _ := runBenchReport(t, plan.TestDownload, model.ProtoH2, map[string]string{"size": "1MB"}, page.json(t), rep); !res.ClientCPUUnavailable {
+		t.Errorf("a report without CPU: client CPU %+v, not marked unavailable", res.CPU)
+	}
+}
+
 // TestBenchDispatch checks what fails before any browser starts.
 func TestBenchDispatch(t *testing.T) {
 	called := 0
-	bench := func(context.Context, Request, string) ([]byte, error) { called++; return nil, nil }
+	bench := func(context.Context, Request, string) ([]byte, *BrowserReport, error) { called++; return nil, nil, nil }
 	lighthouse := func(context.Context, Request, string) (*Result, error) { called++; return nil, nil }
 	ex := &Executor{Clients: map[string]ClientImpl{"chromium": {Bench: bench}, "lighthouse": {Load: lighthouse}}}
 	target := Target{Host: "10.9.2.2", Port: 4433}
@@ -290,7 +328,10 @@ func TestBenchDispatch(t *testing.T) {
 		t.Errorf("firefox without a driver: %s %s", r.Status, r.Error)
 	}
 	var firefoxURL string
-	ff := &Executor{Clients: map[string]ClientImpl{"firefox": {Bench: func(_ context.Context, _ Request, u string) ([]byte, error) { firefoxURL = u; return []byte("{"), nil }}}}
+	ff := &Executor{Clients: map[string]ClientImpl{"firefox": {Bench: func(_ context.Context, _ Request, u string) ([]byte, *BrowserReport, error) {
+		firefoxURL = u
+		return []byte("{"), nil, nil
+	}}}}
 	if r := ff.Execute(context.Background(), req); r.Status != model.StatusFailed || firefoxURL != benchOrigin+"/bench?size=1000000&test=download" {
 		t.Errorf("firefox with a driver: %s %s, url %q", r.Status, r.Error, firefoxURL)
 	}

@@ -72,6 +72,14 @@ type Request struct {
 	KeyLog string `json:"keylog,omitempty"`
 	// Replay is set for a site sample of a recorded page (replay.go).
 	Replay *Replay `json:"replay,omitempty"`
+	// BrowserRestart is the plan's browser_restart for the browser
+	// clients: "auto" ("" too) keeps the agent's browser across samples
+	// and gives each a fresh isolated context, "always" starts a fresh
+	// browser per sample. BrowserMemoryLimit is the plan's
+	// browser_memory_limit (bytes; 0 the default): a kept browser holding
+	// more is restarted before its next sample.
+	BrowserRestart     string `json:"browser_restart,omitempty"`
+	BrowserMemoryLimit int64  `json:"browser_memory_limit,omitempty"`
 }
 
 // Result is what one sample measured on the client side. The runner adds
@@ -100,6 +108,10 @@ type Result struct {
 	// preparation fails, the time it took until it failed. Wall + Prep
 	// never exceeds the time the client spent on the sample.
 	Prep time.Duration `json:"prep"`
+	// Warnings are the client's validity warnings, which the runner
+	// stores with the sample (a browser restarted before the sample, or
+	// failed during it).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // BrowserLoader loads a page in a real browser. The agent sets it when

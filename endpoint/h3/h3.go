@@ -96,6 +96,11 @@ type ServerConfig struct {
 	// OnConn, if set, is called for every accepted connection with the
 	// server name the client sent (SNI) and the negotiated ALPN.
 	OnConn func(serverName, alpn string)
+	// OnHandshake, if set, is called with the client's address and what
+	// the connection negotiated once its handshake completes; OnEnd, if
+	// set, when a connection whose handshake completed ends.
+	OnHandshake func(remote string, st State)
+	OnEnd       func(remote string)
 	// Logf reports errors that have no caller to return to.
 	Logf func(format string, args ...any)
 }
@@ -200,6 +205,10 @@ func (s *Server) handle(conn *quic.Conn, onClose func(model.TransportStats)) {
 		delete(s.conns, conn)
 		s.mu.Unlock()
 	}()
+	if s.cfg.OnHandshake != nil || s.cfg.OnEnd != nil {
+		s.wg.Add(1)
+		go s.watchHandshake(conn)
+	}
 	switch conn.ConnectionState().TLS.NegotiatedProtocol {
 	case ALPN:
 		if err := s.h3.ServeQUICConn(conn); err != nil && !isClosed(err) {
@@ -214,6 +223,26 @@ func (s *Server) handle(conn *quic.Conn, onClose func(model.TransportStats)) {
 	if onClose != nil {
 		c, _ := conn.Context().Value(countersKey{}).(*counters)
 		onClose(statsOf(conn, c))
+	}
+}
+
+// watchHandshake reports conn's handshake (OnHandshake) when it completes
+// and, if it did, its end (OnEnd).
+func (s *Server) watchHandshake(conn *quic.Conn) {
+	defer s.wg.Done()
+	remote := conn.RemoteAddr().String()
+	select {
+	case <-conn.HandshakeComplete():
+	case <-conn.Context().Done():
+		return
+	}
+	if s.cfg.OnHandshake != nil {
+		cs := conn.ConnectionState()
+		s.cfg.OnHandshake(remote, State{TLS: cs.TLS, Used0RTT: cs.Used0RTT, Version: cs.Version.String()})
+	}
+	<-conn.Context().Done()
+	if s.cfg.OnEnd != nil {
+		s.cfg.OnEnd(remote)
 	}
 }
 

@@ -1,10 +1,10 @@
 // Package chromium is the Chromium stack (stack.yaml beside this file): a
 // real browser client, headless Debian chromium driven over the DevTools
 // protocol by package browser. It registers the client agent's Chromium:
-// page loads (a fresh profile per sample, connection cold or warm; see
-// workload.SessionLoader), the bench page for the other tests, the
-// browser's product for the run's record, `quicbench fetch --client
-// chromium`, and doctor's check.
+// page loads (a fresh browser context per sample in a Chromium kept across
+// samples, connection cold or warm; see workload.KeptBrowsers), the bench
+// page for the other tests, the browser's product for the run's record,
+// `quicbench fetch --client chromium`, and doctor's check.
 package chromium
 
 import (
@@ -56,22 +56,35 @@ func options(req workload.Request, url string) browser.Options {
 	return o
 }
 
+// newClient is the agent's Chromium: a browser per set of protocol
+// switches (h1, h2, h3: they are process-wide) kept across samples, every
+// sample in a fresh browser context of it (workload.KeptBrowsers).
 func newClient(workload.ClientEnv) workload.ClientImpl {
-	return workload.ClientImpl{
-		Load: workload.SessionLoader(func(ctx context.Context, req workload.Request, url string) (workload.PageSession, error) {
+	kept := workload.NewKeptBrowsers(workload.KeptSpec[*browser.Session]{
+		Key: func(req workload.Request, url string) (string, error) { return options(req, url).LaunchKey() },
+		Start: func(ctx context.Context, req workload.Request, url string, startTimeout time.Duration) (*browser.Session, error) {
 			o := options(req, url)
+			o.StartTimeout = startTimeout
 			if err := applyNetLog(&o, os.Getenv(netLogEnv)); err != nil {
 				return nil, err
 			}
-			s, err := browser.NewSession(ctx, o)
+			return browser.NewSession(ctx, o)
+		},
+		NewContext: func(ctx context.Context, s *browser.Session, req workload.Request, url string) (workload.PageContext, error) {
+			o := options(req, url)
+			o.StartTimeout = workload.StartTimeout(req)
+			c, err := s.NewContext(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return s, nil
-		}),
-		Bench: func(ctx context.Context, req workload.Request, url string) ([]byte, error) {
-			return browser.Bench(ctx, options(req, url), workload.BenchResultJS)
+			return c, nil
 		},
+		ProfilePrefix: browser.ProfilePrefix,
+	})
+	return workload.ClientImpl{
+		Load:       kept.Loader(),
+		Bench:      kept.Bench(),
+		Close:      func() { _ = kept.Close() },
 		Version:    Version,
 		FetchPage:  fetchPage,
 		FetchFlags: []string{"spki", "server-name", "keylog", "har", "har-bodies"},

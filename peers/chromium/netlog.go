@@ -11,10 +11,12 @@ import (
 
 // netLogEnv is an environment variable of the client agent (the runner's
 // environment) for investigating Chromium's samples: a directory into
-// which every sample's Chromium writes its NetLog (netlog-UNIXNANO.json,
-// capture mode Everything), which `quicbench qlogstat` reads
-// (docs/peers.md, "Firefox (client)"). It is recorded nowhere in the
-// results: use it for investigation runs, not for results to publish.
+// which every Chromium the agent starts writes its NetLog
+// (netlog-UNIXNANO.json, capture mode Everything), which `quicbench
+// qlogstat` reads (docs/peers.md, "Firefox (client)"); a kept browser's
+// NetLog holds all its samples, so for one NetLog per sample run the plan
+// with browser_restart: always. It is recorded nowhere in the results:
+// use it for investigation runs, not for results to publish.
 const netLogEnv = "QUICBENCH_CHROMIUM_NETLOG"
 
 // applyNetLog adds the NetLog switches to o when dir (netLogEnv's value)

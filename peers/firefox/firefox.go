@@ -1,11 +1,11 @@
 // Package firefox is the Firefox stack (stack.yaml beside this file): a
 // real browser client with its own HTTP/3 stack (neqo), headless Debian
 // firefox-esr driven over WebDriver BiDi by package firefox. It registers
-// the client agent's Firefox: page loads (a fresh profile per sample that
-// trusts the server's CA and, for h3, reaches the origin over HTTP/3 from
-// its first request; see workload.SessionLoader), the bench page, the
-// browser's product for the run's record, `quicbench fetch --client
-// firefox`, and doctor's check.
+// the client agent's Firefox: page loads (a fresh user context per sample
+// in a Firefox kept across samples, which trusts the server's CA and, for
+// h3, reaches the origin over HTTP/3 from its first request; see
+// workload.KeptBrowsers), the bench page, the browser's product for the
+// run's record, `quicbench fetch --client firefox`, and doctor's check.
 package firefox
 
 import (
@@ -54,23 +54,46 @@ func options(req workload.Request, url string) driver.Options {
 	return o
 }
 
+// newClient is the agent's Firefox: one browser kept across samples for
+// every protocol (NewContext sets the sample's protocol preferences in
+// it), every sample in a fresh user context of it (workload.KeptBrowsers).
 func newClient(workload.ClientEnv) workload.ClientImpl {
-	return workload.ClientImpl{
-		Load: workload.SessionLoader(func(ctx context.Context, req workload.Request, url string) (workload.PageSession, error) {
+	inv := agentInvestigation()
+	kept := workload.NewKeptBrowsers(workload.KeptSpec[*keptFirefox]{
+		Key: func(req workload.Request, url string) (string, error) {
 			o := options(req, url)
-			inv := agentInvestigation()
 			if err := inv.applyFirefox(&o); err != nil {
+				return "", err
+			}
+			return o.LaunchKey()
+		},
+		Start: func(ctx context.Context, req workload.Request, url string, startTimeout time.Duration) (*keptFirefox, error) {
+			o := options(req, url)
+			o.StartTimeout = startTimeout
+			if err := inv.applyFirefox(&o); err != nil { // may set a longer start timeout
 				return nil, err
 			}
 			s, err := driver.NewSession(ctx, o)
 			if err != nil {
 				return nil, err
 			}
-			return inv.wrapFirefox(s), nil
-		}),
-		Bench: func(ctx context.Context, req workload.Request, url string) ([]byte, error) {
-			return driver.Bench(ctx, options(req, url), workload.BenchResultJS)
+			return inv.keep(s), nil
 		},
+		NewContext: func(ctx context.Context, s *keptFirefox, req workload.Request, url string) (workload.PageContext, error) {
+			o := options(req, url)
+			o.StartTimeout = workload.StartTimeout(req)
+			u, err := s.NewContext(ctx, o)
+			if err != nil {
+				return nil, err
+			}
+			return u, nil
+		},
+		ProfilePrefix: driver.ProfilePrefix,
+	})
+	return workload.ClientImpl{
+		Load:       kept.Loader(),
+		Bench:      kept.Bench(),
+		Close:      func() { _ = kept.Close() },
 		Version:    Version,
 		FetchPage:  fetchPage,
 		FetchFlags: []string{"keylog", "har"},

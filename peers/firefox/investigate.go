@@ -13,7 +13,6 @@ import (
 	"time"
 
 	driver "github.com/quicbench/quicbench/firefox"
-	"github.com/quicbench/quicbench/workload"
 )
 
 // Environment variables of the client agent (the runner's environment) for
@@ -153,13 +152,27 @@ func (inv *investigation) applyFirefox(o *driver.Options) error {
 	return nil
 }
 
-// wrapFirefox makes s quit in order before it closes when qlog files are
-// wanted.
-func (inv *investigation) wrapFirefox(s *driver.Session) workload.PageSession {
-	if inv.firefoxQlog == "" {
-		return s
+// keptFirefox is a Firefox the agent keeps across samples; with quit (the
+// qlog investigation variable set) it quits in order before it closes, so
+// that neqo's qlog files are complete.
+type keptFirefox struct {
+	*driver.Session
+	quit bool
+}
+
+// keep wraps a started Firefox for the agent's pool: it quits in order
+// when qlog files are wanted.
+func (inv *investigation) keep(s *driver.Session) *keptFirefox {
+	return &keptFirefox{Session: s, quit: inv.firefoxQlog != ""}
+}
+
+// Close ends the browser (in order first when quit) and removes its
+// profile.
+func (k *keptFirefox) Close() error {
+	if !k.quit {
+		return k.Session.Close()
 	}
-	return quittingSession{s}
+	return quittingSession{k.Session}.Close()
 }
 
 // quittingSession is a Firefox session that quits in order before Close

@@ -53,7 +53,7 @@ func TestReadInvestigation(t *testing.T) {
 	if o.Prefs["x"] != 1 || o.Prefs["network.http.http3.cc_algorithm"] != 0 || o.Prefs["network.http.http3.enable_qlog"] != true || o.StartTimeout != 75*time.Second {
 		t.Errorf("Firefox prefs %v", o.Prefs)
 	}
-	if _, ok := inv.wrapFirefox(nil).(quittingSession); !ok {
+	if !inv.keep(nil).quit {
 		t.Error("with qlog, Firefox sessions must quit in order")
 	}
 
@@ -62,7 +62,7 @@ func TestReadInvestigation(t *testing.T) {
 	if err := none.applyFirefox(&o); err != nil || o.Prefs != nil {
 		t.Errorf("no variables: prefs %v, err %v", o.Prefs, err)
 	}
-	if _, ok := none.wrapFirefox(nil).(quittingSession); ok {
+	if none.keep(nil).quit {
 		t.Error("without qlog, Firefox sessions are killed as usual")
 	}
 
