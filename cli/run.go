@@ -205,7 +205,7 @@ At the end a terminal summary is printed and an HTML report is written next to t
 	f.BoolVar(&lines, "lines", false, "progress as one plain line per sample")
 	f.StringVar(&keylog, "keylog", "", "directory for the server's TLS key log (SSLKEYLOGFILE format)")
 	f.StringVar(&qlog, "qlog", "", "directory for the server's qlog files (each sample also keeps its connections' qlogs: quicbench evidence)")
-	f.StringVar(&captureArg, "capture", "", "keep per sample: pcap, the emulator's packets as pcapng with the connections' TLS secrets embedded (--capture alone means pcap; adds to the plan's capture)")
+	f.StringVar(&captureArg, "capture", "", "keep per sample: pcap, the emulator's packets as pcapng with the connections' TLS secrets embedded; har, a browser page load's HAR; a comma-separated list (--capture alone means pcap; adds to the plan's capture)")
 	f.Lookup("capture").NoOptDefVal = plan.CapturePcap
 	f.StringVar(&captureSnap, "capture-snap", "", "bytes kept of each captured packet: headers (128, the default), whole, or a count")
 	f.StringVar(&captureLimit, "capture-limit", "", "the most the run's captures hold, e.g. 2GB (default 1GB); later samples' captures hold no packets")

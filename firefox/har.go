@@ -3,6 +3,7 @@ package firefox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -250,7 +251,7 @@ func LoadHAR(ctx context.Context, opts Options) (*browser.Result, *har.HAR, erro
 		h *har.HAR
 	}
 	b, err := once(ctx, opts, func(s *Session, u string) (both, error) {
-		r, h, err := s.LoadHAR(ctx, u)
+		r, h, err := s.LoadHAR(ctx, u, false)
 		return both{r, h}, err
 	})
 	return b.r, b.h, err
@@ -260,8 +261,13 @@ func LoadHAR(ctx context.Context, opts Options) (*browser.Result, *har.HAR, erro
 // WebDriver BiDi's network events: every request with its headers,
 // status, timings and sizes (no bodies), each entry's response
 // httpVersion the protocol the load's check read for it (as
-// browser.MarkChecked writes it). It returns Load's error.
-func (s *Session) LoadHAR(ctx context.Context, pageURL string) (*browser.Result, *har.HAR, error) {
+// browser.MarkChecked writes it). It returns Load's error. Firefox's
+// network events carry no bodies: bodies must be false (it has the
+// signature of browser.Session.LoadHAR).
+func (s *Session) LoadHAR(ctx context.Context, pageURL string, bodies bool) (*browser.Result, *har.HAR, error) {
+	if bodies {
+		return nil, nil, &OptionError{Field: "bodies", Err: errors.New("the network events of Firefox carry no response bodies")}
+	}
 	log := &netLog{byKey: map[string]*netEntry{}}
 	s.bidi.setEvents(log.event)
 	defer s.bidi.setEvents(nil)

@@ -20,4 +20,5 @@ const (
 	EvidenceCapture = "capture" // pcapng of the sample's packets (capture: pcap)
 	EvidenceKeyLog  = "keylog"  // TLS secrets of the sample's connections (SSLKEYLOGFILE format)
 	EvidenceQlog    = "qlog"    // a QUIC connection's qlog
+	EvidenceHAR     = "har"     // a browser sample's page load as HAR 1.2 (capture: har)
 )

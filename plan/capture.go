@@ -9,6 +9,7 @@ import (
 // Evidence a run keeps per sample (docs/plan-format.md, "Evidence"):
 //
 //	capture: pcap          # a pcapng per sample from the emulator (with its TLS secrets)
+//	capture: [pcap, har]   # and a HAR of every browser sample's page load
 //	capture_snap: headers  # bytes kept per packet: headers (default), whole, or a count
 //	capture_limit: 1GB     # the most the run's captures hold (default 1GB)
 //
@@ -20,10 +21,11 @@ import (
 // Capture kinds.
 const (
 	CapturePcap = "pcap" // the emulator's packets of each sample, pcapng
+	CaptureHAR  = "har"  // a HAR 1.2 of each browser sample's page load
 )
 
 // CaptureKinds lists the values of capture.
-var CaptureKinds = []string{CapturePcap}
+var CaptureKinds = []string{CapturePcap, CaptureHAR}
 
 // Snap lengths: capture_snap headers and whole.
 const (
@@ -45,6 +47,9 @@ type CaptureSpec struct {
 
 // Pcap reports whether packets are captured.
 func (c CaptureSpec) Pcap() bool { return contains(c.Kinds, CapturePcap) }
+
+// HAR reports whether browser samples keep a HAR of their page load.
+func (c CaptureSpec) HAR() bool { return contains(c.Kinds, CaptureHAR) }
 
 // SnapLen returns the snap length in effect.
 func (c CaptureSpec) SnapLen() int {

@@ -40,7 +40,7 @@ func TestCaptureFields(t *testing.T) {
 
 func TestCaptureErrors(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
-		{"capture: pcapng\n", `capture: "pcapng": unknown value, did you mean "pcap"? (allowed: pcap)`},
+		{"capture: pcapng\n", `capture: "pcapng": unknown value, did you mean "pcap"? (allowed: pcap, har)`},
 		{"capture_snap: whole\n", "capture_snap: \"whole\": only with capture"},
 		{"capture: pcap\ncapture_snap: 20\n", "want headers, whole, or a byte count from 64 to 65535"},
 		{"capture: pcap\ncapture_limit: 10KB\n", "want at least 1MB"},

@@ -78,10 +78,10 @@ type slotCapture struct {
 }
 
 // startCapture starts the testbed's capture session, when the run
-// captures or keeps key logs; it runs before the endpoints start (they
-// write key logs into its directory).
+// captures, keeps key logs or HARs; it runs before the endpoints start
+// (they write key logs into its directory).
 func (r *slot) startCapture() error {
-	if !r.cap.wire && r.opts.KeyLogDir == "" {
+	if !r.cap.wire && r.opts.KeyLogDir == "" && !r.cap.spec.HAR() {
 		return nil
 	}
 	dir, err := os.MkdirTemp("", "quicbench-capture-")
@@ -147,6 +147,7 @@ type sampleCapture struct {
 	files    []string        // files to remove once the sample is stored
 	ev       []model.Evidence
 	warnings []string // run warnings about the sample's capture
+	harFile  string   // the browser's HAR of the sample (capture: har), "" for none
 	// wire is the sample's timing as its packets show it (wireOK: the tap
 	// ran): store adds its metrics; runner code for stacks that report no
 	// timing of their own reads it here.
@@ -230,6 +231,13 @@ func (sc *sampleCapture) end(ctx context.Context, c *model.Cell, it int, w *wind
 	}
 	if len(keys) > 0 {
 		sc.ev = append(sc.ev, model.Evidence{Name: "keys.log", Kind: model.EvidenceKeyLog, Data: keys})
+	}
+	if sc.harFile != "" {
+		// the client wrote it, or said in the sample's warnings why not
+		if b, err := os.ReadFile(sc.harFile); err == nil && len(b) > 0 {
+			sc.ev = append(sc.ev, model.Evidence{Name: "page.har", Kind: model.EvidenceHAR, Data: b})
+		}
+		os.Remove(sc.harFile)
 	}
 	if sc.qlogs != nil {
 		for _, n := range listDir(r.opts.QlogDir) {
@@ -332,4 +340,17 @@ func listDir(dir string) []string {
 		}
 	}
 	return out
+}
+
+// harFileFor is where the browser of cell c's sample writes its HAR
+// (capture: har), "" when the sample keeps none: a browser client's page
+// and site samples, in the testbed's capture directory.
+func (r *slot) harFileFor(c *model.Cell) string {
+	st, ok := peers.ClientStack(c.Client)
+	if r.capt == nil || !r.cap.spec.HAR() || !ok || st.Client.Kind != peers.KindBrowser || (c.Test != plan.TestPage && c.Test != plan.TestSite) {
+		return ""
+	}
+	f := filepath.Join(r.capt.dir, "page.har")
+	os.Remove(f) // a previous sample's, if it was not taken
+	return f
 }

@@ -3,7 +3,10 @@ package runner_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/quicbench/quicbench/cli"
+	"github.com/quicbench/quicbench/har"
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
@@ -311,5 +315,85 @@ tests:
 	}
 	if len(clients) != 3 {
 		t.Fatalf("clients %v", clients)
+	}
+}
+
+// TestCaptureHAR: with capture: har, every browser page load keeps a HAR
+// (evidence page.har) that lists the page and each of its objects with
+// the protocol the sample's check read for it, for Chromium and Firefox,
+// over h2 and h3; the built-in client's samples keep none.
+func TestCaptureHAR(t *testing.T) {
+	needRoot(t)
+	needChromium(t)
+	needFirefox(t)
+	const text = `
+name: har
+seed: 5
+iterations: 1
+warmup: false
+protocols: [h2, h3]
+client: [builtin, chromium, firefox]
+timeout: 60s
+capture: har
+scenarios:
+  - name: d5
+    link: "delay 5ms"
+tests:
+  - test: page
+    params: {objects: 3, size: 4KB}
+`
+	db, ds := runCapture(t, text, plan.CaptureSpec{})
+	clients := map[string]int{}
+	for i := range ds.Samples {
+		s := &ds.Samples[i]
+		c := cellOf(ds, s)
+		if s.Status != model.StatusOK {
+			t.Fatalf("%s: %s %s", c.Key, s.Status, s.Error)
+		}
+		dir := filepath.Join(t.TempDir(), "ev")
+		_, stderr, code := evidenceCmd(t, db, "--sample", itoa(s.ID), "-o", dir)
+		if c.Client == model.ClientBuiltin {
+			if code == 0 {
+				t.Errorf("%s: the built-in client's sample kept evidence", c.Key)
+			}
+			continue
+		}
+		if code != 0 {
+			t.Fatalf("%s: evidence: %s", c.Key, stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "page.har"))
+		if err != nil {
+			t.Fatalf("%s: %v", c.Key, err)
+		}
+		var h har.HAR
+		if err := json.Unmarshal(b, &h); err != nil {
+			t.Fatalf("%s: page.har: %v", c.Key, err)
+		}
+		want := map[string]bool{"/page/3/4KB": false}
+		for k := 0; k < 3; k++ {
+			want[fmt.Sprintf("/page/3/4KB/%d.png", k)] = false
+		}
+		for _, e := range h.Log.Entries {
+			u, err := url.Parse(e.Request.URL)
+			if err != nil {
+				t.Fatalf("%s: entry URL %q: %v", c.Key, e.Request.URL, err)
+			}
+			if _, ok := want[u.Path]; !ok {
+				continue
+			}
+			want[u.Path] = true
+			if e.Response.HTTPVersion != c.Protocol {
+				t.Errorf("%s: %s: httpVersion %q, want the checked %s", c.Key, u.Path, e.Response.HTTPVersion, c.Protocol)
+			}
+		}
+		for p, seen := range want {
+			if !seen {
+				t.Errorf("%s: page.har lacks %s (%d entries)", c.Key, p, len(h.Log.Entries))
+			}
+		}
+		clients[c.Client]++
+	}
+	if clients["chromium"] != 2 || clients["firefox"] != 2 {
+		t.Fatalf("HARs per client %v, want 2 each", clients)
 	}
 }

@@ -270,8 +270,12 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	if r.capt != nil {
 		req.KeyLog = r.capt.clientKeys
 	}
+	req.HARFile = r.harFileFor(c)
 	var w window
 	sc := r.captureBegin(replayCapturePorts(capturePorts(info.Port, info.PlainPort), req.Replay)) // runner/capture.go, replay.go
+	if sc != nil {
+		sc.harFile = req.HARFile
+	}
 	defer sc.cleanup()
 	w.before = r.snapshot(false)
 	w.start = time.Now()

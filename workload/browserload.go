@@ -103,7 +103,7 @@ func StartTimeout(req Request) time.Duration {
 
 // freshBrowser reports whether req's sample gets a browser of its own.
 func freshBrowser(req Request) bool {
-	return req.BrowserRestart == browser.RestartAlways || req.KeyLog != ""
+	return req.BrowserRestart == browser.RestartAlways || req.KeyLog != "" || req.HARFile != ""
 }
 
 // browserRun is what one sample did with its browser.
@@ -230,17 +230,23 @@ func (k *KeptBrowsers[B]) Loader() BrowserLoader {
 		warm := req.Params.Connection == plan.ConnWarm
 		var br, primer *browser.Result
 		var priming time.Duration
+		var harErr error
 		run, err := k.run(ctx, req, url, func(ctx context.Context, p PageSession) error {
 			var err error
+			p, writeHAR := recordHAR(req, p)
 			if warm {
 				primer, br, priming, err = warmLoad(ctx, p, url, req.Timeout)
 			} else {
 				br, err = p.Load(ctx, url)
 			}
+			harErr = writeHAR()
 			return err
 		})
 		rep := run.report()
 		res := &Result{Metrics: rep.Metrics, Prep: run.prep + priming, Warnings: rep.Warnings}
+		if harErr != nil {
+			res.Warnings = append(res.Warnings, harErr.Error())
+		}
 		switch {
 		case br != nil:
 			for k, v := range br.Metrics() {

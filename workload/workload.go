@@ -72,6 +72,12 @@ type Request struct {
 	KeyLog string `json:"keylog,omitempty"`
 	// Replay is set for a site sample of a recorded page (replay.go).
 	Replay *Replay `json:"replay,omitempty"`
+	// HARFile, for a browser client's page or site sample, is a file to
+	// write the measured load's HAR 1.2 to (capture: har): the browser's
+	// network events with timings and each resource's protocol. Such a
+	// sample gets a fresh browser (its recording is a browser's, not a
+	// context's).
+	HARFile string `json:"har_file,omitempty"`
 	// BrowserRestart is the plan's browser_restart for the browser
 	// clients: "auto" ("" too) keeps the agent's browser across samples
 	// and gives each a fresh isolated context, "always" starts a fresh
