@@ -27,6 +27,7 @@ import (
 
 	"github.com/quicbench/quicbench/endpoint/content"
 	"github.com/quicbench/quicbench/endpoint/h3"
+	"github.com/quicbench/quicbench/internal/safefs"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/peers"
 )
@@ -638,7 +639,10 @@ func (p *PeerServer) Close() error {
 			f()
 		}
 		if p.dir != "" {
-			_ = os.RemoveAll(p.dir)
+			// never through a mount point (a contract stack's root)
+			if err := safefs.RemoveAll(p.dir); err != nil {
+				p.logf("%s: %v", p.cfg.Impl, err)
+			}
 		}
 	})
 	return nil
@@ -649,6 +653,8 @@ func (p *PeerServer) Close() error {
 // the starting thread exits, so the starting goroutine keeps its thread
 // until the child ends). Its standard input is a pipe that Close closes
 // (the end of input stops a program peer). A server has one process.
+// Attributes the command already has (a contract stack's new mount
+// namespace) are kept.
 func (p *PeerServer) Start(cmd *exec.Cmd) error {
 	if p.cmd != nil {
 		return errors.New("endpoint: a peer server runs one process")
@@ -659,7 +665,10 @@ func (p *PeerServer) Start(cmd *exec.Cmd) error {
 			return err
 		}
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/quicbench/quicbench/internal/safefs"
 	"github.com/quicbench/quicbench/internal/testsupport"
 	"github.com/quicbench/quicbench/model"
 	"github.com/quicbench/quicbench/plan"
@@ -68,6 +70,11 @@ func TestContractStack(t *testing.T) {
 			}
 		}
 	}
+	// A contract command's root (bind mounts of the host's top-level
+	// directories) must never show in this, the host's, mount namespace:
+	// removing its directory would delete the host's files through them.
+	stop := watchHostMounts(t, os.TempDir())
+	defer stop()
 	p, err := plan.Parse("contract.yaml", []byte(contractPlan))
 	if err != nil {
 		t.Fatal(err)
@@ -129,5 +136,52 @@ func TestContractStack(t *testing.T) {
 	if len(goodput["builtin"]) != 6 || len(goodput["ngc"]) != 6 || n/b < 0.9 || n/b > 1.1 {
 		t.Errorf("goodput of the contract client %.2f against the built-in client's %.2f (%d and %d samples): want within 10%%",
 			n, b, len(goodput["ngc"]), len(goodput["builtin"]))
+	}
+}
+
+// watchHostMounts fails t if, until stop is called, a mount point below
+// dir appears in this process's mount namespace (sampled every 50 ms, and
+// once more at the end).
+func watchHostMounts(t *testing.T, dir string) (stop func()) {
+	t.Helper()
+	before, err := safefs.MountsUnder(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	check := func() bool {
+		now, err := safefs.MountsUnder(dir)
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		for _, m := range now {
+			if !slices.Contains(before, m) {
+				t.Errorf("a mount appeared in the host's mount namespace: %s", m)
+				return false
+			}
+		}
+		return true
+	}
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if !check() {
+					return
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		check()
 	}
 }

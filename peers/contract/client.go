@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/safefs"
 	"github.com/quicbench/quicbench/peers"
 	"github.com/quicbench/quicbench/workload"
 )
@@ -31,7 +32,7 @@ func runClient(ctx context.Context, st *peers.Stack, testcase string, urls []str
 	if err != nil {
 		return "", nil, err
 	}
-	cleanup := func() { _ = os.RemoveAll(base) }
+	cleanup := func() { _ = safefs.RemoveAll(base) } // never through a mount point
 	m, err := dirs(base)
 	if err != nil {
 		return "", cleanup, err

@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -137,6 +138,12 @@ func Enter(spec Spec) error {
 		}
 		_ = unix.Close(fd)
 	}
+	// The root's mounts must never be seen outside this process: refuse
+	// unless this process has a mount namespace of its own (not its
+	// parent's), whose mounts are private (Command's Unshareflags).
+	if err := privateMountNS(); err != nil {
+		return fail("%v", err)
+	}
 	root := spec.Root
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fail("a tmpfs for the root at %s: %v", root, err)
@@ -209,4 +216,34 @@ func Enter(spec Spec) error {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, SpecEnv+"=") })
 	err = unix.Exec(spec.Command, []string{spec.Command}, append(env, spec.Env...))
 	return fail("exec %s: %v", spec.Command, err)
+}
+
+// privateMountNS returns nil when this process's mount namespace is not
+// its parent's and its root mount propagates nothing to other namespaces
+// (no "shared:" peer group in /proc/self/mountinfo).
+func privateMountNS() error {
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return err
+	}
+	parent, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/mnt")
+	if err != nil {
+		return fmt.Errorf("the parent's mount namespace: %v", err)
+	}
+	if self == parent {
+		return errors.New("not in a mount namespace of its own (the bind mounts of the root would be the host's): refusing to set the root up")
+	}
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE ..."
+		f := strings.Fields(line)
+		sep := slices.Index(f, "-")
+		if sep > 6 && f[4] == "/" && strings.Contains(strings.Join(f[6:sep], " "), "shared:") {
+			return errors.New("the root mount propagates to other namespaces (shared): refusing to set the root up")
+		}
+	}
+	return nil
 }

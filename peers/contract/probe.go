@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/quicbench/quicbench/internal/safefs"
 	"github.com/quicbench/quicbench/netns"
 	"github.com/quicbench/quicbench/peers"
 )
@@ -34,7 +35,7 @@ func Probe(ctx context.Context, exe string, st *peers.Stack, role, testcase stri
 	if err != nil {
 		return false, err
 	}
-	defer os.RemoveAll(base)
+	defer func() { _ = safefs.RemoveAll(base) }() // never through a mount point
 	m, err := dirs(base)
 	if err != nil {
 		return false, err
