@@ -126,23 +126,7 @@ func RunAdmitted(ctx context.Context, cfg Config, ns []int) (*Report, error) {
 	if cfg.Up.Delay+cfg.Down.Delay < time.Millisecond && cfg.Up.RateBps() == 0 && cfg.Down.RateBps() == 0 {
 		return nil, errors.New("calibrate: --admitted needs a link with a rate or a delay: samples over an unlimited link run alone")
 	}
-	rep := &Report{
-		Up: cfg.Up.String(), Down: cfg.Down.String(), Seed: cfg.Seed, CC: cfg.CC,
-		Packets: cfg.Packets, Duration: cfg.Duration.String(), Timestamping: timestampingMethod,
-		Figures: []Figure{},
-	}
-	for _, n := range ns {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		res, err := runAdmitted(ctx, cfg, n, rep)
-		if err != nil {
-			return nil, err
-		}
-		rep.Admitted = append(rep.Admitted, *res)
-	}
-	rep.OK = len(rep.Failed()) == 0
-	return rep, nil
+	return eachCount(ctx, cfg, ns, runAdmitted, func(rep *Report, res *AdmittedResult) { rep.Admitted = append(rep.Admitted, *res) })
 }
 
 // admittedLoads returns the predicted loads of the transfers the loaded

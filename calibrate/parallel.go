@@ -158,6 +158,12 @@ func RunParallel(ctx context.Context, cfg Config, ns []int) (*Report, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
+	return eachCount(ctx, cfg, ns, runParallel, func(rep *Report, res *ParallelResult) { rep.Parallel = append(rep.Parallel, *res) })
+}
+
+// eachCount runs one measurement per testbed count of ns (run, whose
+// figures go into the report it is given) and keeps each result (add).
+func eachCount[R any](ctx context.Context, cfg Config, ns []int, run func(context.Context, Config, int, *Report) (*R, error), add func(*Report, *R)) (*Report, error) {
 	rep := &Report{
 		Up: cfg.Up.String(), Down: cfg.Down.String(), Seed: cfg.Seed, CC: cfg.CC,
 		Packets: cfg.Packets, Duration: cfg.Duration.String(), Timestamping: timestampingMethod,
@@ -167,11 +173,11 @@ func RunParallel(ctx context.Context, cfg Config, ns []int) (*Report, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, err := runParallel(ctx, cfg, n, rep)
+		res, err := run(ctx, cfg, n, rep)
 		if err != nil {
 			return nil, err
 		}
-		rep.Parallel = append(rep.Parallel, *res)
+		add(rep, res)
 	}
 	rep.OK = len(rep.Failed()) == 0
 	return rep, nil
