@@ -312,12 +312,13 @@ func tablesFor(tv *testView, t *stats.TestSet, cfg stats.Config, ids map[*stats.
 			if !math.IsNaN(c.HL) {
 				hl = signed(c.HL) + " " + interval(c.HLCI)
 			}
+			cc := c.Controllers()
 			tv.Comparisons = append(tv.Comparisons, cmpRow{ID: ids[c], Group: g.Label(), Pair: pairName(c),
 				MedA: num(c.A.Summary.Median), MedB: num(c.B.Summary.Median), Rel: pct(c.RelDiff), Effect: effectText(c), Paired: paired, HL: hl,
 				PWelch: stats.FormatP(c.PWelch), P: stats.FormatP(c.P), Cliff: cliff(c.Cliff, c.Magnitude), Rule: ruleText(c, cfg),
 				Family: familyText(c), Method: c.Test.Label(), MinP: stats.FormatP(c.MinP), Band: bandText(c),
 				Verdict: c.Headline(), Notes: c.Notes(), Class: verdictClass(c), Why: why(c), Worst: worstText(c), WorstClass: worstClass(c),
-				CC: c.Controllers(), CCDiffers: c.Controllers() != "" && !c.MatchedCC(),
+				CC: cc, CCDiffers: cc != "" && !c.MatchedCC(),
 				EvidenceA: evidenceLinks(c.A, opts), EvidenceB: evidenceLinks(c.B, opts), EvidenceCommand: opts.EvidenceCommand})
 		}
 	}

@@ -16,6 +16,21 @@ import (
 // cell's QUIC connections, not a TCP connection beside them). Several are
 // joined with "/"; "" when no sample recorded one.
 func (c *CellStats) Controllers() string {
+	uses := c.controllers()
+	out := make([]string, len(uses))
+	for i, u := range uses {
+		out[i] = u.who + " " + u.algo
+	}
+	return strings.Join(out, "/")
+}
+
+// ccUse is one congestion control a cell's connections ran: whose (the
+// stack's label, or "kernel") and which (model.CCLabel).
+type ccUse struct{ who, algo string }
+
+// controllers lists the distinct congestion controls behind Controllers,
+// in the order the samples recorded them.
+func (c *CellStats) controllers() []ccUse {
 	kind := "tcp"
 	if model.IsQUIC(c.Cell.Protocol) {
 		kind = "quic"
@@ -39,7 +54,7 @@ func (c *CellStats) Controllers() string {
 	default:
 		side, ofKind = "client", false
 	}
-	var out []string
+	var out []ccUse
 	for _, s := range c.Samples {
 		for _, t := range s.Transport {
 			if t.CongestionAlgo == "" || sideName(t.Side) != side || (ofKind && t.Kind != kind) {
@@ -53,13 +68,13 @@ func (c *CellStats) Controllers() string {
 					who = peers.ClientLabel(c.Cell.Client, c.Cell.Protocol)
 				}
 			}
-			l := who + " " + model.CCLabel(t.CongestionAlgo)
-			if !slices.Contains(out, l) {
-				out = append(out, l)
+			u := ccUse{who, model.CCLabel(t.CongestionAlgo)}
+			if !slices.Contains(out, u) {
+				out = append(out, u)
 			}
 		}
 	}
-	return strings.Join(out, "/")
+	return out
 }
 
 func sideName(s string) string {
@@ -91,11 +106,10 @@ func (c *Comparison) Controllers() string {
 // when either recorded none or several.
 func (c *Comparison) MatchedCC() bool {
 	algos := func(cs *CellStats) []string {
-		l := cs.Controllers()
 		var out []string
-		for _, part := range strings.Split(l, "/") {
-			if i := strings.LastIndexByte(part, ' '); i >= 0 && !slices.Contains(out, part[i+1:]) {
-				out = append(out, part[i+1:])
+		for _, u := range cs.controllers() {
+			if !slices.Contains(out, u.algo) {
+				out = append(out, u.algo)
 			}
 		}
 		return out
