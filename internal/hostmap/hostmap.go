@@ -25,11 +25,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/quicbench/quicbench/internal/safefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,33 +58,8 @@ var (
 )
 
 // Private reports whether the process has a mount namespace of its own:
-// not its parent's, not init's.
-func Private() (bool, error) {
-	self, err := nsIno("self")
-	if err != nil {
-		return false, err
-	}
-	for _, other := range []string{strconv.Itoa(os.Getppid()), "1"} {
-		o, err := nsIno(other)
-		if err != nil {
-			// Not visible (another PID namespace, exited parent): only a
-			// namespace we can compare counts against us.
-			continue
-		}
-		if o == self {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
-func nsIno(pid string) (uint64, error) {
-	var st unix.Stat_t
-	if err := unix.Stat("/proc/"+pid+"/ns/mnt", &st); err != nil {
-		return 0, fmt.Errorf("hostmap: mount namespace of %s: %w", pid, err)
-	}
-	return st.Ino, nil
-}
+// not its parent's, not init's (safefs.OwnMountNamespace).
+func Private() (bool, error) { return safefs.OwnMountNamespace() }
 
 // Set makes the names of hosts (name -> IPv4 or IPv6 address) resolve to
 // their addresses in this process and its children, from now on, and

@@ -1,5 +1,7 @@
-// Package safefs removes quicbench's scratch directories without ever
-// following a mount point out of them. A contract stack's root (package
+// Package safefs keeps quicbench's mounts and scratch directories from
+// touching the host's files: OwnMountNamespace tells whether a process may
+// mount without the host seeing it, and RemoveAll removes a scratch
+// directory without ever following a mount point out of it. A contract stack's root (package
 // peers/contract) is a tmpfs holding bind mounts of the host's top-level
 // directories; it lives in a mount namespace of its own, but should one
 // of its mounts ever be visible where the directory is removed,
@@ -15,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -113,4 +116,32 @@ func RemoveAll(dir string) error {
 		return fmt.Errorf("%w: %s", ErrMounted, strings.Join(left, ", "))
 	}
 	return os.RemoveAll(abs)
+}
+
+// OwnMountNamespace reports whether this process has a mount namespace of
+// its own: not its parent's, not init's (a namespace that cannot be seen,
+// as init's from a sandbox or an exited parent's, is not compared).
+func OwnMountNamespace() (bool, error) {
+	self, err := mountNSIno("self")
+	if err != nil {
+		return false, err
+	}
+	for _, other := range []string{strconv.Itoa(os.Getppid()), "1"} {
+		o, err := mountNSIno(other)
+		if err != nil {
+			continue
+		}
+		if o == self {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func mountNSIno(pid string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+pid+"/ns/mnt", &st); err != nil {
+		return 0, fmt.Errorf("safefs: mount namespace of %s: %w", pid, err)
+	}
+	return st.Ino, nil
 }

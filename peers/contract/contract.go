@@ -31,10 +31,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/quicbench/quicbench/internal/safefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -218,19 +218,15 @@ func Enter(spec Spec) error {
 	return fail("exec %s: %v", spec.Command, err)
 }
 
-// privateMountNS returns nil when this process's mount namespace is not
-// its parent's and its root mount propagates nothing to other namespaces
+// privateMountNS returns nil when this process's mount namespace is its own
+// (safefs.OwnMountNamespace) and its root mount propagates nothing to other namespaces
 // (no "shared:" peer group in /proc/self/mountinfo).
 func privateMountNS() error {
-	self, err := os.Readlink("/proc/self/ns/mnt")
+	own, err := safefs.OwnMountNamespace()
 	if err != nil {
 		return err
 	}
-	parent, err := os.Readlink("/proc/" + strconv.Itoa(os.Getppid()) + "/ns/mnt")
-	if err != nil {
-		return fmt.Errorf("the parent's mount namespace: %v", err)
-	}
-	if self == parent {
+	if !own {
 		return errors.New("not in a mount namespace of its own (the bind mounts of the root would be the host's): refusing to set the root up")
 	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
