@@ -39,7 +39,10 @@ type StatsRequest struct {
 type ConnStatsReply struct {
 	ConnRef
 	Stats *model.TransportStats `json:"stats,omitempty"`
-	Error string                `json:"error,omitempty"`
+	// Open says the connection had not ended when the wait gave up and
+	// Stats were read from it open (ErrStillOpen).
+	Open  bool   `json:"open,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Controlled is what the control channel serves: quicbench's own *Server
@@ -124,6 +127,10 @@ func connStats(ctx context.Context, srv Controlled, req StatsRequest) ([]ConnSta
 		}
 		wg.Go(func() {
 			st, err := srv.ConnStats(wctx, c.Kind, c.Addr)
+			if errors.Is(err, ErrStillOpen) {
+				out[i].Stats, out[i].Open = &st, true
+				return
+			}
 			if err != nil {
 				out[i].Error = err.Error()
 				return

@@ -117,8 +117,9 @@ func (s *Server) startOrigin(gi int, addr string, conf *tls.Config) (*originServ
 		QlogDir:          s.cfg.QlogDir,
 		NoEvents:         s.cfg.NoQUICEvents,
 		HandshakeTimeout: serverHandshakeTimeout,
-		OnAccept: func(remote string) func(model.TransportStats) {
+		OnAccept: func(remote string, live func() model.TransportStats) func(model.TransportStats) {
 			ref := s.book.open("quic", remote)
+			s.book.watch(ref, func(context.Context) (model.TransportStats, error) { return live(), nil })
 			return func(st model.TransportStats) { s.book.put(ref, st) }
 		},
 		OnConn: func(serverName, alpn string) { s.cfg.Replay.Conn(gi, serverName, alpn) },

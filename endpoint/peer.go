@@ -127,7 +127,9 @@ type PeerServer struct {
 	statsSource func(ctx context.Context, kind, addr string) (model.TransportStats, error)
 	book        *statsBook
 	mu          sync.Mutex
-	refs        map[string]bookRef // open connections by client address
+	refs        map[string]bookRef              // open connections by client address
+	asks        map[string][]chan *programStats // live statistics asked of the program, by address
+	stdinMu     sync.Mutex                      // one line at a time to the program
 
 	closers   []func()
 	closeOnce sync.Once
@@ -382,6 +384,7 @@ type programLine struct {
 	Ready *ProgramReady `json:"ready"`
 	Open  string        `json:"open"`
 	End   string        `json:"end"`
+	Live  string        `json:"live"` // the answer to a stats line on its input
 	Stats *programStats `json:"stats"`
 }
 
@@ -500,9 +503,19 @@ func (p *PeerServer) readProgram(r io.Reader, ready chan<- ProgramReady) {
 			ready <- *l.Ready
 		case l.Open != "":
 			ref := p.book.open("quic", l.Open)
+			addr := l.Open
+			p.book.watch(ref, func(ctx context.Context) (model.TransportStats, error) { return p.readOpen(ctx, addr) })
 			p.mu.Lock()
 			p.refs[l.Open] = ref
 			p.mu.Unlock()
+		case l.Live != "":
+			p.mu.Lock()
+			asks := p.asks[l.Live]
+			delete(p.asks, l.Live)
+			p.mu.Unlock()
+			for _, ch := range asks {
+				ch <- l.Stats // buffered, one value each
+			}
 		case l.End != "" && l.Stats != nil:
 			p.mu.Lock()
 			ref, ok := p.refs[l.End]
@@ -514,6 +527,49 @@ func (p *PeerServer) readProgram(r io.Reader, ready chan<- ProgramReady) {
 		}
 	}
 	_, _ = io.Copy(io.Discard, r)
+}
+
+// readOpen asks the program for the statistics of its open connection
+// from addr: the line {"stats": ADDR} on its input, answered by
+// {"live": ADDR, "stats": {...}} on its output ({"live": ADDR} alone when
+// it has no such connection).
+func (p *PeerServer) readOpen(ctx context.Context, addr string) (model.TransportStats, error) {
+	if p.stdin == nil {
+		return model.TransportStats{}, errors.New("the program's input is not a pipe")
+	}
+	ch := make(chan *programStats, 1)
+	p.mu.Lock()
+	if p.asks == nil {
+		p.asks = map[string][]chan *programStats{}
+	}
+	p.asks[addr] = append(p.asks[addr], ch)
+	p.mu.Unlock()
+	forget := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.asks[addr] = slices.DeleteFunc(p.asks[addr], func(c chan *programStats) bool { return c == ch })
+		if len(p.asks[addr]) == 0 {
+			delete(p.asks, addr)
+		}
+	}
+	line, _ := json.Marshal(map[string]string{"stats": addr})
+	p.stdinMu.Lock()
+	_, err := p.stdin.Write(append(line, '\n'))
+	p.stdinMu.Unlock()
+	if err != nil {
+		forget()
+		return model.TransportStats{}, fmt.Errorf("asking %s: %w", p.cfg.Impl, err)
+	}
+	select {
+	case st := <-ch:
+		if st == nil {
+			return model.TransportStats{}, fmt.Errorf("%s has no open connection from %s", p.cfg.Impl, addr)
+		}
+		return st.transport(), nil
+	case <-ctx.Done():
+		forget()
+		return model.TransportStats{}, fmt.Errorf("%s did not answer for its open connection from %s: %w", p.cfg.Impl, addr, ctx.Err())
+	}
 }
 
 // writeCertFiles writes cert's chain and key as PEM files into dir.

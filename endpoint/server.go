@@ -225,8 +225,9 @@ func StartServer(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			// As patient as the TLS/TCP side, so that the client's
 			// handshake limit, not the server, ends a slow handshake.
 			HandshakeTimeout: serverHandshakeTimeout,
-			OnAccept: func(remote string) func(model.TransportStats) {
+			OnAccept: func(remote string, live func() model.TransportStats) func(model.TransportStats) {
 				ref := s.book.open("quic", remote)
+				s.book.watch(ref, func(context.Context) (model.TransportStats, error) { return live(), nil })
 				return func(st model.TransportStats) { s.book.put(ref, st) }
 			},
 			OnHandshake: func(remote string, st h3.State) {
@@ -774,6 +775,12 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 // each accepted connection opens a new generation of its key, which
 // discards whatever an earlier connection from that address left, and only
 // the newest generation's statistics are kept. A record is handed out once.
+//
+// A QUIC connection ends on the server when the client's CONNECTION_CLOSE
+// arrives; when the link loses that packet, the server sees nothing more
+// until its idle timeout. A connection watched with a reader (watch) is
+// then read while still open when a wait gives up, so that a lost close
+// costs the sample its wait, not its server statistics.
 type statsBook struct {
 	mu      sync.Mutex
 	limit   int
@@ -782,7 +789,24 @@ type statsBook struct {
 	done    map[string]bookRecord // ended, not yet asked for
 	order   []bookRef             // done records by age, for the limit (may hold stale refs)
 	waiters map[string][]chan model.TransportStats
+	readers map[string]liveReader // key -> reader of its live connection, same generation
 }
+
+// liveReader reads the statistics of a connection that has not ended.
+type liveReader struct {
+	gen  uint64
+	read func(context.Context) (model.TransportStats, error)
+}
+
+// ErrStillOpen comes with statistics that were read from a connection that
+// had not ended when the wait for its end gave up (on QUIC, typically
+// because the link lost the client's CONNECTION_CLOSE): the figures are
+// valid, as of that moment, and the caller may want to say so.
+var ErrStillOpen = errors.New("the connection had not ended: statistics read while it was open")
+
+// liveReadTimeout bounds reading an open connection's statistics once a
+// wait gave up (a program peer answers over its standard streams).
+const liveReadTimeout = 500 * time.Millisecond
 
 // bookRef names one connection: its key and generation.
 type bookRef struct {
@@ -801,6 +825,7 @@ func newStatsBook(limit int) *statsBook {
 		live:    map[string]uint64{},
 		done:    map[string]bookRecord{},
 		waiters: map[string][]chan model.TransportStats{},
+		readers: map[string]liveReader{},
 	}
 }
 
@@ -820,7 +845,18 @@ func (b *statsBook) open(kind, addr string) bookRef {
 	b.gen++
 	b.live[k] = b.gen
 	delete(b.done, k) // an earlier connection's record: stale now
+	delete(b.readers, k)
 	return bookRef{key: k, gen: b.gen}
+}
+
+// watch gives the open connection ref a reader of its statistics while it
+// has not ended, for waits that give up on its end.
+func (b *statsBook) watch(ref bookRef, read func(context.Context) (model.TransportStats, error)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.live[ref.key] == ref.gen {
+		b.readers[ref.key] = liveReader{gen: ref.gen, read: read}
+	}
 }
 
 // put records the final statistics of the connection ref, unless a newer
@@ -833,6 +869,7 @@ func (b *statsBook) put(ref bookRef, st model.TransportStats) {
 		return // superseded: the address now belongs to a newer connection
 	}
 	delete(b.live, ref.key)
+	delete(b.readers, ref.key)
 	if ws := b.waiters[ref.key]; len(ws) > 0 {
 		for _, w := range ws {
 			w <- st // buffered, one value each
@@ -866,11 +903,14 @@ func (b *statsBook) abandon(ref bookRef) {
 	defer b.mu.Unlock()
 	if b.live[ref.key] == ref.gen {
 		delete(b.live, ref.key)
+		delete(b.readers, ref.key)
 	}
 }
 
 // wait returns (and forgets) the record of the connection from addr that
-// ended last, or waits for the next one to end.
+// ended last, or waits for the next one to end. When ctx's deadline passes
+// first and that connection is open with a reader (watch), it returns what
+// the reader reads with ErrStillOpen.
 func (b *statsBook) wait(ctx context.Context, kind, addr string) (model.TransportStats, error) {
 	k := bookKey(kind, addr)
 	b.mu.Lock()
@@ -886,23 +926,44 @@ func (b *statsBook) wait(ctx context.Context, kind, addr string) (model.Transpor
 	case st := <-ch:
 		return st, nil
 	case <-ctx.Done():
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		ws := b.waiters[k]
-		for i, w := range ws {
-			if w == ch {
-				b.waiters[k] = append(ws[:i], ws[i+1:]...)
-				break
-			}
-		}
-		if len(b.waiters[k]) == 0 {
-			delete(b.waiters, k)
-		}
-		select {
-		case st := <-ch: // delivered just before we gave up
-			return st, nil
-		default:
-		}
-		return model.TransportStats{}, fmt.Errorf("no statistics for %s connection from %s: %w", kind, addr, ctx.Err())
 	}
+	b.mu.Lock()
+	ws := b.waiters[k]
+	for i, w := range ws {
+		if w == ch {
+			b.waiters[k] = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(b.waiters[k]) == 0 {
+		delete(b.waiters, k)
+	}
+	select {
+	case st := <-ch: // delivered just before we gave up
+		b.mu.Unlock()
+		return st, nil
+	default:
+	}
+	reader, open := b.readers[k]
+	open = open && b.live[k] == reader.gen
+	b.mu.Unlock()
+	gaveUp := fmt.Errorf("no statistics for %s connection from %s: %w", kind, addr, ctx.Err())
+	if !open || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return model.TransportStats{}, gaveUp
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveReadTimeout)
+	defer cancel()
+	st, err := reader.read(rctx)
+	if err == nil {
+		return st, ErrStillOpen
+	}
+	// It may have ended meanwhile (a program peer prints its end before
+	// answering that the connection is gone).
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if r, ok := b.done[k]; ok && r.gen == reader.gen {
+		delete(b.done, k)
+		return r.st, nil
+	}
+	return model.TransportStats{}, fmt.Errorf("%w; reading it open: %v", gaveUp, err)
 }

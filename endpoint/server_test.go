@@ -59,6 +59,62 @@ func TestStatsBookReusedAddress(t *testing.T) {
 	}
 }
 
+// TestStatsBookReadsOpenConnection: a wait whose deadline passes while a
+// watched connection is open (its close was lost) returns what the reader
+// reads, with ErrStillOpen; a cancelled wait, an unwatched connection and
+// a superseded reader do not read; a reader that fails because the
+// connection just ended yields the end's record.
+func TestStatsBookReadsOpenConnection(t *testing.T) {
+	const addr = "10.0.0.1:40000"
+	now := model.TransportStats{Kind: "quic", PacketsSent: 7}
+	final := model.TransportStats{Kind: "quic", PacketsSent: 8}
+	b := newStatsBook(16)
+	ref := b.open("quic", addr)
+	if _, err := bookWait(b, addr, 20*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStillOpen) {
+		t.Fatalf("unwatched: %v", err)
+	}
+	reads := 0
+	b.watch(ref, func(context.Context) (model.TransportStats, error) { reads++; return now, nil })
+	if st, err := bookWait(b, addr, 20*time.Millisecond); !errors.Is(err, ErrStillOpen) || st != now {
+		t.Fatalf("open: %+v, %v", st, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.wait(ctx, "quic", addr); !errors.Is(err, context.Canceled) || reads != 1 {
+		t.Fatalf("cancelled: %v after %d reads", err, reads)
+	}
+	b.put(ref, final)
+	if st, err := bookWait(b, addr, time.Second); err != nil || st != final {
+		t.Fatalf("ended: %+v, %v", st, err)
+	}
+	if _, err := bookWait(b, addr, 20*time.Millisecond); errors.Is(err, ErrStillOpen) || err == nil || reads != 1 {
+		t.Fatalf("after the end: %v, %d reads", err, reads)
+	}
+
+	// A newer connection from the address drops the older one's reader.
+	old := b.open("quic", addr)
+	b.watch(old, func(context.Context) (model.TransportStats, error) { return now, nil })
+	b.open("quic", addr)
+	if _, err := bookWait(b, addr, 20*time.Millisecond); errors.Is(err, ErrStillOpen) {
+		t.Fatal("the superseded connection's reader was used")
+	}
+
+	// The connection ends while its reader asks (a program prints its end
+	// before answering that it has no such connection).
+	b = newStatsBook(16)
+	ref = b.open("quic", addr)
+	b.watch(ref, func(context.Context) (model.TransportStats, error) {
+		b.put(ref, final)
+		return model.TransportStats{}, errors.New("no open connection")
+	})
+	if st, err := bookWait(b, addr, 20*time.Millisecond); err != nil || st != final {
+		t.Fatalf("ended while read: %+v, %v", st, err)
+	}
+	if len(b.live) != 0 || len(b.done) != 0 || len(b.readers) != 0 || len(b.waiters) != 0 {
+		t.Fatalf("book not empty: %+v", b)
+	}
+}
+
 func TestStatsBookHandsOutOnce(t *testing.T) {
 	const addr = "[::ffff:10.0.0.1]:40000" // the same key as 10.0.0.1:40000
 	st := model.TransportStats{Kind: "quic", PacketsSent: 3}

@@ -299,8 +299,9 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	// Waiting for it also lets every connection of this sample finish its
 	// close before the link is reset for the next one.
 	var serverStats []model.TransportStats
+	var stillOpen int
 	if len(res.Conns) > 0 {
-		serverStats = r.serverStats(res.Conns)
+		serverStats, stillOpen = r.serverStats(res.Conns)
 		s.Drain = time.Since(w.end)
 	}
 	w.after = r.snapshot(true)
@@ -334,6 +335,9 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		s.Warnings = append(s.Warnings, "client CPU time unavailable")
 	}
 	s.Warnings = append(s.Warnings, res.Warnings...) // the client's (a browser restarted or failed)
+	if stillOpen > 0 {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("server statistics of %d connection(s) read while still open: the client's close had not arrived after %v (lost on the link?)", stillOpen, serverStatsWait))
+	}
 	s.LinkUp, s.LinkDown = w.after.link[0].Sub(w.before.link[0]), w.after.link[1].Sub(w.before.link[1])
 	cpuMetrics(s.Metrics, s.CPU, res.Bytes, !res.ClientCPUUnavailable, srvCPU, s.Status == model.StatusOK)
 	transportMetrics(s.Metrics, s.Transport, len(res.Conns))
@@ -592,21 +596,26 @@ func (r *slot) callAgent(ctx context.Context, req workload.Request) (*workload.R
 // connections end.
 const serverStatsWait = time.Second
 
-// serverStats asks the server for its final statistics of conns.
-func (r *slot) serverStats(conns []endpoint.ConnRef) []model.TransportStats {
+// serverStats asks the server for its final statistics of conns, and
+// counts those it read from connections still open when the wait gave up
+// (the client's close lost on the link: the figures are those of that
+// moment).
+func (r *slot) serverStats(conns []endpoint.ConnRef) (out []model.TransportStats, stillOpen int) {
 	r.srv.mu.Lock()
 	replies, err := r.srv.ctl.ConnStats(serverStatsWait, conns...)
 	r.srv.mu.Unlock()
 	if err != nil {
-		return nil
+		return nil, 0
 	}
-	var out []model.TransportStats
 	for _, rep := range replies {
 		if rep.Stats != nil {
 			st := *rep.Stats
 			st.Side = "server"
 			out = append(out, st)
+			if rep.Open {
+				stillOpen++
+			}
 		}
 	}
-	return out
+	return out, stillOpen
 }

@@ -90,9 +90,10 @@ type ServerConfig struct {
 	// packet from the client, or twice that in all (0: quic-go's 5 s).
 	HandshakeTimeout time.Duration
 	// OnAccept, if set, is called with the client's address ("ip:port")
-	// when a connection is accepted; the function it returns, if not nil,
-	// receives that connection's final statistics when it ends.
-	OnAccept func(remote string) (onClose func(model.TransportStats))
+	// when a connection is accepted, and live, which reads that
+	// connection's statistics at any time; the function it returns, if not
+	// nil, receives the connection's final statistics when it ends.
+	OnAccept func(remote string, live func() model.TransportStats) (onClose func(model.TransportStats))
 	// OnConn, if set, is called for every accepted connection with the
 	// server name the client sent (SNI) and the negotiated ALPN.
 	OnConn func(serverName, alpn string)
@@ -192,7 +193,10 @@ func (s *Server) accept() {
 		}
 		var onClose func(model.TransportStats)
 		if s.cfg.OnAccept != nil {
-			onClose = s.cfg.OnAccept(conn.RemoteAddr().String())
+			onClose = s.cfg.OnAccept(conn.RemoteAddr().String(), func() model.TransportStats {
+				c, _ := conn.Context().Value(countersKey{}).(*counters)
+				return statsOf(conn, c)
+			})
 		}
 		go s.handle(conn, onClose)
 	}

@@ -6,12 +6,16 @@ package peertest
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 
 	"github.com/quicbench/quicbench/endpoint"
@@ -111,5 +115,65 @@ func SameContentAs(t testing.TB, c *http.Client, base, proto string, srv Server)
 	var v content.Verifier
 	if resp.StatusCode != 200 || len(b) != 300000 || v.Check(b) != nil {
 		t.Fatalf("%s /bytes/300000: status %d, %d bytes, %v", proto, resp.StatusCode, len(b), v.Check(b))
+	}
+}
+
+// StatsSource is a server that reports its connections' statistics
+// (*endpoint.Server, *endpoint.PeerServer).
+type StatsSource interface {
+	ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error)
+}
+
+// OpenConnectionStats checks that srv (listening as info says) reads a QUIC
+// connection that has not ended when a wait for its end gives up: a
+// connection that completed its handshake and stays open (as when the link
+// lost the client's CONNECTION_CLOSE) is reported with endpoint.ErrStillOpen
+// and its statistics so far (packets sent, an RTT sample, congestion
+// control cc); once the client closes it, its final statistics come
+// without an error.
+func OpenConnectionStats(t testing.TB, srv StatsSource, info endpoint.ServerInfo, cc string) {
+	t.Helper()
+	pool, err := certs.PoolFromPEM([]byte(info.CAPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}) // the address the server sees
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	conn, err := quic.Dial(ctx, udp, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: info.Port},
+		&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{http3.NextProtoH3}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := conn.LocalAddr().String()
+	wait := func(d time.Duration) (model.TransportStats, error) {
+		wctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		return srv.ConnStats(wctx, "quic", local)
+	}
+	// The server's side of the handshake may trail the client's.
+	var st model.TransportStats
+	for range 20 {
+		if st, err = wait(100 * time.Millisecond); !errors.Is(err, endpoint.ErrStillOpen) || st.PacketsSent > 0 {
+			break
+		}
+	}
+	if !errors.Is(err, endpoint.ErrStillOpen) || st.Kind != "quic" || st.PacketsSent <= 0 || st.SmoothedRTTms <= 0 || st.CongestionAlgo != cc {
+		_ = conn.CloseWithError(0, "")
+		t.Fatalf("open connection from %s: %+v, %v (want its statistics with ErrStillOpen, cc %s)", local, st, err, cc)
+	}
+	if err := conn.CloseWithError(0, ""); err != nil {
+		t.Fatal(err)
+	}
+	final, err := wait(5 * time.Second)
+	if err != nil || final.PacketsSent < st.PacketsSent {
+		t.Fatalf("after the close: %+v, %v (open: %d packets sent)", final, err, st.PacketsSent)
+	}
+	if _, err := wait(50 * time.Millisecond); err == nil || errors.Is(err, endpoint.ErrStillOpen) {
+		t.Fatalf("a connection that ended was handed out twice or read open: %v", err)
 	}
 }
