@@ -8,7 +8,10 @@ peers/aioquic/.venv) as its child and speaks to it over pipes:
 * stdout: one JSON object per line: {"ready": {...}} once it listens, then
   {"open": ADDR} when a connection from ADDR ("ip:port") starts and
   {"end": ADDR, "stats": {...}} when it ends (or the client closed it);
-* stdin: its end stops the server (the wrapper's quit).
+* stdin: {"stats": ADDR} lines ask for an open connection's statistics,
+  answered with {"live": ADDR, "stats": {...}} (or {"live": ADDR} when no
+  connection from ADDR is open: the client's close may have been lost);
+  its end stops the server (the wrapper's quit).
 
 It serves quicbench's resources with the same semantics and bytes as
 quicbench's own server (endpoint/handlers.go, endpoint/content): /bytes/N,
@@ -318,6 +321,7 @@ class Connection(QuicConnectionProtocol):
     def datagram_received(self, data, addr) -> None:
         if self.addr is None:
             self.addr = addr_str(addr)
+            self.app.open[self.addr] = self
             emit({"open": self.addr})
         super().datagram_received(data, addr)
         self.wake.set()
@@ -330,7 +334,13 @@ class Connection(QuicConnectionProtocol):
         if self.reported or self.addr is None:
             return
         self.reported = True
+        if self.app.open.get(self.addr) is self:
+            del self.app.open[self.addr]
         emit({"end": self.addr, "stats": read_stats(self._quic, self.counters)})
+
+    def live(self) -> dict:
+        """The statistics of the open connection, now."""
+        return read_stats(self._quic, self.counters)
 
     def quic_event_received(self, event) -> None:
         if isinstance(event, ProtocolNegotiated):
@@ -599,6 +609,7 @@ class App:
         self.png_head = bytes.fromhex(cfg["png_head"])
         self.png_tail = bytes.fromhex(cfg["png_tail"])
         self.min_png = len(self.png_head) + 12 + len(self.png_tail)
+        self.open: dict[str, Connection] = {}  # open connections by client address, for stats lines
 
 
 def load_config(path: str) -> dict:
@@ -651,14 +662,40 @@ async def main(cfg: dict) -> None:
     }})
     loop = asyncio.get_running_loop()
     stdin_closed = loop.create_future()
+    pending = bytearray()
 
     def on_stdin() -> None:
-        if not os.read(sys.stdin.fileno(), 4096) and not stdin_closed.done():
-            stdin_closed.set_result(None)
+        chunk = os.read(sys.stdin.fileno(), 4096)
+        if not chunk:
+            loop.remove_reader(sys.stdin.fileno())
+            if not stdin_closed.done():
+                stdin_closed.set_result(None)
+            return
+        pending.extend(chunk)
+        while (nl := pending.find(b"\n")) >= 0:
+            line = bytes(pending[:nl])
+            del pending[:nl + 1]
+            answer(app, line)
 
     loop.add_reader(sys.stdin.fileno(), on_stdin)
     await stdin_closed
     server.close()
+
+
+def answer(app: "App", line: bytes) -> None:
+    """Answers a {"stats": ADDR} line of the wrapper; ignores other lines."""
+    try:
+        req = json.loads(line)
+    except ValueError:
+        return
+    if not isinstance(req, dict) or not isinstance(req.get("stats"), str):
+        return
+    addr = req["stats"]
+    conn = app.open.get(addr)
+    if conn is None:
+        emit({"live": addr})
+    else:
+        emit({"live": addr, "stats": conn.live()})
 
 
 def check() -> None:

@@ -46,7 +46,8 @@ func TestServerStatsAccessor(t *testing.T) {
 // TestServerSendsQuicbenchContent runs the server on the loopback interface
 // and checks that it sends the same page, objects and /bytes bodies as
 // quicbench's own server, what its hello says, that it runs the
-// congestion control asked for, and that Close leaves no process.
+// congestion control asked for, that it reads a connection still open
+// (peertest.OpenConnectionStats), and that Close leaves no process.
 func TestServerSendsQuicbenchContent(t *testing.T) {
 	python(t)
 	for _, cc := range []string{"cubic", "reno"} {
@@ -61,6 +62,7 @@ func TestServerSendsQuicbenchContent(t *testing.T) {
 			t.Fatalf("hello %+v (asked %s)", info, cc)
 		}
 		peertest.SameContent(t, peertest.LoopbackClient(t, info, model.ProtoH3), "https://127.0.0.1:"+strconv.Itoa(info.Port), model.ProtoH3)
+		peertest.OpenConnectionStats(t, p, info, cc)
 		if _, err := p.ConnStats(context.Background(), "tcp", "127.0.0.1:1"); err == nil {
 			t.Fatal("aioquic gave statistics of a TCP connection")
 		}

@@ -7,6 +7,12 @@
 //! {"end":"10.0.0.1:53211","stats":{"cc":"cubic","srtt_ms":20.3,...}}
 //! ```
 //!
+//! The wrapper may ask for an open connection's statistics with the line
+//! `{"stats":"10.0.0.1:53211"}` on standard input (when the client's
+//! CONNECTION_CLOSE was lost, the connection stays open until its idle
+//! timeout); the server answers `{"live":"10.0.0.1:53211","stats":{...}}`,
+//! or `{"live":"10.0.0.1:53211"}` when it has no such connection.
+//!
 //! Each line is written whole and flushed at once, from any thread.
 
 use std::io::Write;
@@ -60,6 +66,16 @@ struct EndLine<'a> {
     end: &'a str,
     stats: &'a ServerStats,
 }
+#[derive(Serialize)]
+struct LiveLine<'a> {
+    live: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<&'a ServerStats>,
+}
+#[derive(serde::Deserialize)]
+struct StatsRequest {
+    stats: String,
+}
 
 fn emit<T: Serialize>(v: &T) {
     let mut line = serde_json::to_vec(v).expect("serialising an event");
@@ -83,6 +99,23 @@ pub fn open(addr: &str) {
 /// Prints `{"end": ADDR, "stats": ...}`: the connection from ADDR ended.
 pub fn end(addr: &str, stats: &ServerStats) {
     emit(&EndLine { end: addr, stats });
+}
+
+/// Prints `{"live": ADDR, "stats": ...}`: the statistics of the open
+/// connection from ADDR, or `{"live": ADDR}` when there is none.
+pub fn live(addr: &str, stats: Option<&ServerStats>) {
+    emit(&LiveLine { live: addr, stats });
+}
+
+/// The address a stats line of the wrapper asks for (`{"stats": ADDR}`),
+/// or None for any other line.
+pub fn stats_request(line: &str) -> Option<String> {
+    serde_json::from_str::<StatsRequest>(line.trim()).ok().map(|r| r.stats)
+}
+
+/// The JSON of the `live` line (for tests).
+pub fn live_line(addr: &str, stats: Option<&ServerStats>) -> String {
+    serde_json::to_string(&LiveLine { live: addr, stats }).expect("serialising an event")
 }
 
 /// The JSON of the `end` line (for tests and self-checks).
@@ -115,5 +148,18 @@ mod tests {
             assert!(v["stats"].get(k).is_some(), "{k}");
         }
         assert!(v["stats"].get("congestion_events").is_none());
+    }
+
+    #[test]
+    fn stats_requests_and_live_answers() {
+        assert_eq!(stats_request("{\"stats\":\"10.0.0.1:5\"}\n").as_deref(), Some("10.0.0.1:5"));
+        assert_eq!(stats_request("{\"quit\":true}"), None);
+        assert_eq!(stats_request("not json"), None);
+        let s = ServerStats { cc: "reno".into(), srtt_ms: 20.5, ..Default::default() };
+        let v: serde_json::Value = serde_json::from_str(&live_line("10.0.0.1:5", Some(&s))).unwrap();
+        assert_eq!(v["live"], "10.0.0.1:5");
+        assert_eq!(v["stats"]["srtt_ms"], 20.5);
+        let v: serde_json::Value = serde_json::from_str(&live_line("10.0.0.1:5", None)).unwrap();
+        assert!(v.get("stats").is_none());
     }
 }

@@ -25,8 +25,9 @@
 //!
 //! A server program: parse the config, build `Resources`, bind the UDP
 //! socket, [`sys::set_socket_buffers`], print [`events::ready`], and per
-//! connection [`events::open`] / [`events::end`]; stop when
-//! [`sys::on_stdin_eof`] fires. Per request stream: read the headers into a
+//! connection [`events::open`] / [`events::end`]; answer the stats lines
+//! [`sys::on_stdin`] hands over with [`events::live`], and stop when it
+//! reports the input's end. Per request stream: read the headers into a
 //! [`resources::RequestHead`], the body into a [`resources::Upload`]
 //! (`Upload::new(res.wants_body(&head))`, `data`, `finish`), then
 //! `res.respond(&head, &upload)`; send `:status` and the headers (end the

@@ -3,7 +3,7 @@
 //! server's stop signal (the end of standard input).
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -146,17 +146,25 @@ pub fn addr_string(a: SocketAddr) -> String {
     }
 }
 
-/// Calls `stop` once standard input reaches its end (the wrapper's quit),
-/// from a thread of its own.
-pub fn on_stdin_eof(stop: impl FnOnce() + Send + 'static) {
+/// Reads standard input line by line from a thread of its own: each
+/// address asked for with a stats line (`{"stats":"ip:port"}`, see
+/// [`crate::events::stats_request`]) goes to `ask`, and `stop` is called
+/// once the input ends (the wrapper's quit). Other lines are ignored.
+pub fn on_stdin(mut ask: impl FnMut(String) + Send + 'static, stop: impl FnOnce() + Send + 'static) {
     std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        let mut stdin = io::stdin();
+        let mut stdin = io::stdin().lock();
+        let mut line = String::new();
         loop {
-            match stdin.read(&mut buf) {
+            line.clear();
+            match stdin.read_line(&mut line) {
                 Ok(0) => break,
-                Ok(_) => continue,
+                Ok(_) => {
+                    if let Some(addr) = crate::events::stats_request(&line) {
+                        ask(addr);
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => continue, // not UTF-8
                 Err(_) => break,
             }
         }

@@ -14,7 +14,8 @@ use std::fs::File;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -31,7 +32,8 @@ use crate::transport::{self, Settings, Wire};
 
 const SOCKET: Token = Token(0);
 const TIMER: Token = Token(1);
-const STOP: Token = Token(2);
+/// The waker's token: the input ended (stop) or asked for statistics.
+const WAKE: Token = Token(2);
 
 /// The length of the connection IDs the server issues.
 const SCID_LEN: usize = quiche::MAX_CONN_ID_LEN;
@@ -112,11 +114,27 @@ pub fn run(opts: Options) -> Result<(), String> {
         .register(&mut sock, SOCKET, Interest::READABLE | Interest::WRITABLE)
         .map_err(|e| e.to_string())?;
     let mut timer = Timer::new(poll.registry(), TIMER).map_err(|e| format!("timer: {e}"))?;
-    let waker = Arc::new(Waker::new(poll.registry(), STOP).map_err(|e| format!("waker: {e}"))?);
-    let w = Arc::clone(&waker);
-    qbpeer::sys::on_stdin_eof(move || {
-        let _ = w.wake();
-    });
+    // mio allows one waker per poll: it wakes for both the input's end
+    // (the flag) and stats asked for (the channel).
+    let waker = Arc::new(Waker::new(poll.registry(), WAKE).map_err(|e| format!("waker: {e}"))?);
+    let stopping = Arc::new(AtomicBool::new(false));
+    let (ask_tx, asks) = mpsc::channel::<String>();
+    let (w_ask, w_stop, flag) = (
+        Arc::clone(&waker),
+        Arc::clone(&waker),
+        Arc::clone(&stopping),
+    );
+    qbpeer::sys::on_stdin(
+        move |addr| {
+            if ask_tx.send(addr).is_ok() {
+                let _ = w_ask.wake();
+            }
+        },
+        move || {
+            flag.store(true, Ordering::SeqCst);
+            let _ = w_stop.wake();
+        },
+    );
 
     qbpeer::events::ready(&Ready {
         version: transport::version(),
@@ -150,7 +168,12 @@ pub fn run(opts: Options) -> Result<(), String> {
         for ev in events.iter() {
             match ev.token() {
                 TIMER => timer.clear(),
-                STOP => break 'serve,
+                WAKE if stopping.load(Ordering::SeqCst) => break 'serve,
+                WAKE => {
+                    for addr in asks.try_iter() {
+                        s.answer(&addr);
+                    }
+                }
                 SOCKET if ev.is_writable() => blocked = false,
                 _ => {}
             }
@@ -312,6 +335,20 @@ impl State {
             },
         );
         Ok(key)
+    }
+
+    /// Answers a stats line: the open connection from `addr` (the newest
+    /// when several came from it), or none.
+    fn answer(&self, addr: &str) {
+        let open = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.addr == addr && !c.reported)
+            .max_by_key(|(k, _)| **k);
+        match open {
+            Some((_, c)) => qbpeer::events::live(addr, Some(&stats(&c.wire, &self.settings))),
+            None => qbpeer::events::live(addr, None),
+        }
     }
 
     /// Reports connections the peer closed and forgets closed ones.

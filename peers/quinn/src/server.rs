@@ -1,9 +1,11 @@
 //! The HTTP/3 server: quinn's endpoint, h3 per connection, qbpeer's
 //! resources per request, and the peer program protocol's stdout events.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Buf;
@@ -12,6 +14,7 @@ use qbpeer::events::{self, ServerStats};
 use qbpeer::sys::{addr_string, qlog_path, set_socket_buffers};
 use qbpeer::{Next, RequestHead, Resources, ServerConfig, Upload};
 use quinn::crypto::rustls::QuicServerConfig;
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::Notify;
 
 use crate::{identify_cc, keylog, load_cert, snapshot, version, Cc, QlogTap, Transport};
@@ -25,6 +28,9 @@ pub trait Report: Send + Sync {
     fn open(&self, addr: &str);
     /// The connection from `addr` ended, with its statistics.
     fn end(&self, addr: &str, stats: &ServerStats);
+    /// The answer to a stats request: the open connection from `addr`'s
+    /// statistics, or None when no connection from it is open.
+    fn live(&self, addr: &str, stats: Option<&ServerStats>);
 }
 
 /// Reports on standard output: the peer program protocol's lines.
@@ -36,6 +42,41 @@ impl Report for Stdout {
     }
     fn end(&self, addr: &str, stats: &ServerStats) {
         events::end(addr, stats);
+    }
+    fn live(&self, addr: &str, stats: Option<&ServerStats>) {
+        events::live(addr, stats);
+    }
+}
+
+/// An open connection: its sequence number, itself and its qlog tap.
+type OpenConn = (u64, quinn::Connection, Option<QlogTap>);
+
+/// The open connections by client address (the newest from each), for
+/// stats requests.
+#[derive(Clone, Default)]
+struct Open {
+    seq: Arc<AtomicU64>,
+    conns: Arc<Mutex<HashMap<String, OpenConn>>>,
+}
+
+impl Open {
+    fn add(&self, addr: &str, conn: &quinn::Connection, tap: Option<&QlogTap>) -> u64 {
+        let n = self.seq.fetch_add(1, Ordering::Relaxed);
+        let mut m = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        m.insert(addr.to_string(), (n, conn.clone(), tap.cloned()));
+        n
+    }
+
+    fn remove(&self, addr: &str, n: u64) {
+        let mut m = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        if m.get(addr).is_some_and(|(k, _, _)| *k == n) {
+            m.remove(addr);
+        }
+    }
+
+    fn stats(&self, addr: &str) -> Option<ServerStats> {
+        let m = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(addr).map(|(_, c, t)| snapshot(c, t.as_ref()).server_stats())
     }
 }
 
@@ -110,12 +151,21 @@ impl Server {
     }
 
     /// Serves until `stop` is notified, then closes every connection and
-    /// waits (at most 2 s) for their ends to be reported to `report`.
-    pub async fn run(self, stop: Arc<Notify>, report: Arc<dyn Report>) {
+    /// waits (at most 2 s) for their ends to be reported to `report`. Each
+    /// address received on `asks` is answered with `report.live`.
+    pub async fn run(self, stop: Arc<Notify>, mut asks: Option<UnboundedReceiver<String>>, report: Arc<dyn Report>) {
         let mut tasks = tokio::task::JoinSet::new();
+        let open = Open::default();
         loop {
+            let ask = async {
+                match asks.as_mut() {
+                    Some(rx) => rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = stop.notified() => break,
+                Some(addr) = ask => report.live(&addr, open.stats(&addr).as_ref()),
                 inc = self.endpoint.accept() => {
                     let Some(inc) = inc else { break };
                     let res = self.resources.clone();
@@ -123,7 +173,7 @@ impl Server {
                     let transport = self.transport;
                     let dir = self.qlog_dir.clone();
                     let report = report.clone();
-                    tasks.spawn(connection(inc, res, crypto, transport, dir, report));
+                    tasks.spawn(connection(inc, res, crypto, transport, dir, report, open.clone()));
                 }
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
@@ -163,6 +213,7 @@ async fn connection(
     transport: Transport,
     qlog_dir: Option<PathBuf>,
     report: Arc<dyn Report>,
+    open: Open,
 ) {
     let addr = addr_string(inc.remote_address());
     report.open(&addr);
@@ -195,6 +246,7 @@ async fn connection(
             return;
         }
     };
+    let n = open.add(&addr, &conn, tap.as_ref());
     match h3::server::builder().build::<_, bytes::Bytes>(h3_quinn::Connection::new(conn.clone())).await {
         Ok(mut h3conn) => {
             let mut reqs = tokio::task::JoinSet::new();
@@ -217,6 +269,7 @@ async fn connection(
             conn.close(quinn::VarInt::from_u32(0x101), b"h3 setup failed"); // H3_GENERAL_PROTOCOL_ERROR
         }
     }
+    open.remove(&addr, n);
     let snap = snapshot(&conn, tap.as_ref());
     if let Some(t) = &tap {
         if let Err(e) = t.flush() {

@@ -14,6 +14,7 @@ use tokio::sync::Notify;
 struct Keep {
     opened: Mutex<Vec<String>>,
     ended: Mutex<Vec<(String, ServerStats)>>,
+    live: Mutex<Vec<(String, Option<ServerStats>)>>,
 }
 
 impl Report for Keep {
@@ -22,6 +23,9 @@ impl Report for Keep {
     }
     fn end(&self, addr: &str, stats: &ServerStats) {
         self.ended.lock().unwrap().push((addr.into(), stats.clone()));
+    }
+    fn live(&self, addr: &str, stats: Option<&ServerStats>) {
+        self.live.lock().unwrap().push((addr.into(), stats.cloned()));
     }
 }
 
@@ -39,7 +43,9 @@ fn self_check_passes() {
 
 /// At the sample's timeout the client stops its requests, keeps their
 /// records (without an error of their own, as client.py), says why, and
-/// closes the connection so that the server reports its end.
+/// closes the connection so that the server reports its end. While the
+/// connection is open, a stats request for its address is answered with
+/// its statistics, and one for another address with none.
 #[test]
 fn total_timeout_keeps_partial_records_and_closes() {
     let dir = std::env::temp_dir().join(format!("qb-quinn-loopback-{}", std::process::id()));
@@ -69,7 +75,21 @@ fn total_timeout_keeps_partial_records_and_closes() {
         let server = Server::bind(&cfg).unwrap();
         let port = server.local_addr().port();
         let stop = Arc::new(Notify::new());
-        let served = tokio::spawn(server.run(stop.clone(), keep.clone()));
+        let (ask, asks) = tokio::sync::mpsc::unbounded_channel();
+        let served = tokio::spawn(server.run(stop.clone(), Some(asks), keep.clone()));
+        let watcher = keep.clone();
+        let asker = tokio::spawn(async move {
+            for _ in 0..150 {
+                let first = watcher.opened.lock().unwrap().first().cloned();
+                if let Some(addr) = first {
+                    tokio::time::sleep(Duration::from_millis(300)).await; // handshake done, data flowing
+                    ask.send(addr).unwrap();
+                    ask.send("127.0.0.1:1".into()).unwrap();
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        });
         // 100 segments one second apart: far longer than the 2 s timeout.
         let req = ClientRequest::parse(
             &serde_json::json!({
@@ -81,6 +101,7 @@ fn total_timeout_keeps_partial_records_and_closes() {
         .unwrap();
         let mut rec = Record::default();
         let err = qb_quinn::client::run(&req, &mut rec, Clock::start()).await.unwrap_err();
+        asker.await.unwrap();
         for _ in 0..500 {
             if !keep.ended.lock().unwrap().is_empty() {
                 break;
@@ -101,5 +122,12 @@ fn total_timeout_keeps_partial_records_and_closes() {
     assert_eq!(ended.len(), 1, "the server saw no close");
     assert_eq!(keep.opened.lock().unwrap()[0], ended[0].0);
     assert_eq!(ended[0].1.cc, "reno");
+    let live = keep.live.lock().unwrap();
+    assert_eq!(live.len(), 2, "{live:?}");
+    assert_eq!(live[0].0, ended[0].0);
+    let open = live[0].1.as_ref().expect("the open connection's statistics");
+    assert!(open.cc == "reno" && open.srtt_ms > 0.0 && open.packets_sent > 0, "{open:?}");
+    assert!(open.packets_sent <= ended[0].1.packets_sent);
+    assert!(live[1].0 == "127.0.0.1:1" && live[1].1.is_none(), "{:?}", live[1]);
     let _ = std::fs::remove_dir_all(&dir);
 }

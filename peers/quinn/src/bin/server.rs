@@ -55,8 +55,14 @@ fn serve(path: &Path) -> ExitCode {
         events::ready(&server.ready);
         let stop = Arc::new(Notify::new());
         let on_eof = stop.clone();
-        qbpeer::sys::on_stdin_eof(move || on_eof.notify_one());
-        server.run(stop, Arc::new(qb_quinn::server::Stdout)).await;
+        let (ask, asks) = tokio::sync::mpsc::unbounded_channel();
+        qbpeer::sys::on_stdin(
+            move |addr| {
+                let _ = ask.send(addr);
+            },
+            move || on_eof.notify_one(),
+        );
+        server.run(stop, Some(asks), Arc::new(qb_quinn::server::Stdout)).await;
         ExitCode::SUCCESS
     })
 }
