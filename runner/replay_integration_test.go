@@ -176,8 +176,8 @@ tests:
 // (sites.ChainPage), over a 50 ms round trip with no loss, in Chromium:
 // its connections open in three rounds, each after a response of the
 // previous round (the document's origin; then the style sheet's and the
-// images' origins at once; then the origin of the background image the
-// style sheet names). A new HTTP/2 connection takes two round trips (TCP,
+// images' origins at once; then the origin of the style sheet the first
+// one imports). A new HTTP/2 connection takes two round trips (TCP,
 // then TLS 1.3) before its request, an HTTP/3 one one (QUIC with TLS 1.3
 // built in), so h3's load time is shorter by one round trip per round:
 // 3 x 50 ms = 150 ms. The objects are small (2 KB: no congestion window

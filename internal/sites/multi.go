@@ -49,7 +49,7 @@ var MaxPageOrigins = len(originNames)
 type genRes struct {
 	origin int
 	path   string // with query
-	kind   string // "css", "js", "img", "bgimg"
+	kind   string // "css", "js", "img", "bgimg"; "import": a style sheet another imports
 	enc    string // content coding of the response: "", "gzip", "br"
 	size   int64
 	body   []byte
@@ -296,7 +296,7 @@ func pageHAR(s PageShape, doc []byte, res []genRes) (*har.HAR, error) {
 	}
 	h.Log.Entries = append(h.Log.Entries, entry(0, 0, "/", "text/html; charset=utf-8", "gzip", doc))
 	for i, r := range res {
-		mime := map[string]string{"css": "text/css", "js": "application/javascript", "img": "image/png", "bgimg": "image/png"}[r.kind]
+		mime := map[string]string{"css": "text/css", "import": "text/css", "js": "application/javascript", "img": "image/png", "bgimg": "image/png"}[r.kind]
 		h.Log.Entries = append(h.Log.Entries, entry(i+1, r.origin, r.path, mime, r.enc, r.body))
 	}
 	// Leave out bodies of the last entries, as an export does for cached
@@ -311,11 +311,14 @@ func pageHAR(s PageShape, doc []byte, res []genRes) (*har.HAR, error) {
 
 // ChainPage generates the page of the physics check: a document on the
 // first of origins origins (3 or more), one small object on each other
-// origin: a style sheet on the second, which pulls a background image
+// origin: a style sheet on the second, which imports a second style sheet
 // from the third, and an image on each of the rest. A browser opens its
 // connections in three rounds, each after the previous one's response:
 // the document's, then the style sheet's and the images' (in parallel),
-// then the background image's.
+// then the imported style sheet's. An import, unlike a background image
+// (fetched only once style is computed, which a browser may do after the
+// load event), is fetched when the sheet is parsed and holds the sheet's
+// load, and so the page's load event, until it arrives.
 func ChainPage(origins int) (*har.HAR, error) {
 	if origins < 3 || origins > MaxPageOrigins {
 		return nil, fmt.Errorf("chain page: %d origins (allowed 3..%d)", origins, MaxPageOrigins)
@@ -327,9 +330,9 @@ func ChainPage(origins int) (*har.HAR, error) {
 	}
 	res := []genRes{
 		{origin: 1, path: "/style.css", kind: "css", enc: "gzip"},
-		{origin: 2, path: "/bg.png", kind: "bgimg", body: img()},
+		{origin: 2, path: "/more.css", kind: "import", enc: "gzip", body: []byte(".bg0{width:160px;height:90px;background:#8ac}\n")},
 	}
-	res[0].body = []byte(fmt.Sprintf("body{margin:0}\n.bg0{background-image:url(%s);width:160px;height:90px}\n", absURL(2, "/bg.png")))
+	res[0].body = []byte(fmt.Sprintf("@import url(%s);\nbody{margin:0}\n", absURL(2, "/more.css")))
 	for o := 3; o < origins; o++ {
 		res = append(res, genRes{origin: o, path: fmt.Sprintf("/img%d.png", o), kind: "img", body: img()})
 	}

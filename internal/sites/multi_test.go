@@ -66,7 +66,7 @@ func TestChainPage(t *testing.T) {
 		t.Fatalf("%+v", s)
 	}
 	css, _ := h.Log.Entries[1].Response.Content.Body()
-	if h.Log.Entries[1].Request.URL != "https://cdn.news.example/style.css" || !strings.Contains(string(css), "https://static.cdnhost.example/bg.png") {
+	if h.Log.Entries[1].Request.URL != "https://cdn.news.example/style.css" || !strings.Contains(string(css), "@import url(https://static.cdnhost.example/more.css)") {
 		t.Fatalf("style sheet %s: %s", h.Log.Entries[1].Request.URL, css)
 	}
 	if _, err := ChainPage(2); err == nil {
