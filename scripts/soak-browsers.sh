@@ -18,11 +18,21 @@ mkdir -p "$out"
 rm -f "$out/soak.db" "$out/procs.csv"
 
 # pss_kb PID: the proportional set size of one process, in kB (0 for a
-# process without one, a zombie or one that ended: always a number, or the
-# arithmetic below would end the sampler).
-pss_kb() { awk '/^Pss:/ {v = $2} END {print v + 0}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+# process without one, a zombie or one that ended: always one number, or the
+# arithmetic below would end the sampler). awk prints its END line even when
+# the file has gone, so its output is taken as it is, never followed by a
+# second number.
+pss_kb() {
+	local v
+	v=$(awk '/^Pss:/ {v = $2} END {print v + 0}' "/proc/$1/smaps_rollup" 2>/dev/null)
+	echo "${v:-0}"
+}
 fds() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
-rss_kb() { awk '/^VmRSS:/ {v = $2} END {print v + 0}' "/proc/$1/status" 2>/dev/null || echo 0; }
+rss_kb() {
+	local v
+	v=$(awk '/^VmRSS:/ {v = $2} END {print v + 0}' "/proc/$1/status" 2>/dev/null)
+	echo "${v:-0}"
+}
 
 sample() {
 	local now load
@@ -60,7 +70,9 @@ sample() {
 
 echo "time,load1,kind,pid,rss_kb,pss_kb,fds,procs" >"$out/procs.csv"
 (
-	while sleep 60; do sample >>"$out/procs.csv"; done
+	# a reading that fails (a process gone mid-reading) is skipped, never
+	# the end of the sampler
+	while sleep 60; do sample >>"$out/procs.csv" || true; done
 ) &
 sampler=$!
 trap 'kill $sampler 2>/dev/null || true' EXIT
