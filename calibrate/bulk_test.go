@@ -315,11 +315,24 @@ func TestSoaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.quiet(200 * time.Millisecond); err != nil {
-		t.Fatal(err)
+	// The quiet rate is the soaker's peak per CPU over ten 200 ms
+	// windows: on a machine busy with other tests (go test runs packages
+	// in parallel) a CPU can be taken whole for a window, and a rate
+	// measured under load would understate what the soaker gets alone.
+	peak := make([]float64, runtime.NumCPU())
+	for range 10 {
+		if err := s.quiet(200 * time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.last) != len(peak) {
+			t.Fatalf("quiet rates %v, want %d CPUs", s.last, len(peak))
+		}
+		for i, r := range s.last {
+			peak[i] = max(peak[i], r)
+		}
 	}
-	if len(s.last) != runtime.NumCPU() || s.last[0] <= 0 {
-		t.Fatalf("quiet rates %v, want %d CPUs that worked", s.last, runtime.NumCPU())
+	if slices.ContainsFunc(peak, func(r float64) bool { return r <= 0 }) {
+		t.Fatalf("peak quiet rates %v, want %d CPUs that worked", peak, len(peak))
 	}
 	// The spinner is a shell busy loop pinned to CPU 0: a process of its
 	// own, which the Go scheduler of this test cannot park (a locked
@@ -350,8 +363,8 @@ func TestSoaker(t *testing.T) {
 		var b soakMark
 		if b, err = s.mark(); err == nil {
 			var r []float64
-			if r, err = rates(b, a); err == nil && r[0] > 0.25*s.last[0] {
-				t.Errorf("CPU 0 soaker at %.0f units/s with a process spinning there, against %.0f quiet: want under a quarter (a soaker that did not yield would get half)", r[0], s.last[0])
+			if r, err = rates(b, a); err == nil && r[0] > 0.25*peak[0] {
+				t.Errorf("CPU 0 soaker at %.0f units/s with a process spinning there, against %.0f quiet: want under a quarter (a soaker that did not yield would get half)", r[0], peak[0])
 			}
 		}
 	}
