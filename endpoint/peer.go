@@ -181,7 +181,7 @@ func StartPeer(ctx context.Context, cfg PeerConfig) (*PeerServer, error) {
 			return nil, fmt.Errorf("endpoint: site %s: %s is not a directory", name, dir)
 		}
 	}
-	p := &PeerServer{cfg: cfg, stack: st, logf: cfg.Logf, book: newStatsBook(4096), refs: map[string]bookRef{}, exited: make(chan struct{})}
+	p := &PeerServer{cfg: cfg, stack: st, logf: cfg.Logf, book: newStatsBook(4096), refs: map[string]bookRef{}, asks: map[string][]chan *programStats{}, exited: make(chan struct{})}
 	if p.logf == nil {
 		p.logf = func(string, ...any) {}
 	}
@@ -539,9 +539,6 @@ func (p *PeerServer) readOpen(ctx context.Context, addr string) (model.Transport
 	}
 	ch := make(chan *programStats, 1)
 	p.mu.Lock()
-	if p.asks == nil {
-		p.asks = map[string][]chan *programStats{}
-	}
 	p.asks[addr] = append(p.asks[addr], ch)
 	p.mu.Unlock()
 	forget := func() {
@@ -659,7 +656,9 @@ func (p *PeerServer) CPU() (CPUTime, error) {
 // ConnStats returns the server-side statistics of the connection from addr
 // once it has ended: a program peer reports its QUIC connections (the end
 // lines of RunProgram), a launcher may read them itself
-// (SetStatsSource); other peers report none.
+// (SetStatsSource); other peers report none. When ctx's deadline passes
+// first, a program peer is asked for the connection's statistics while it
+// is open, returned with ErrStillOpen.
 func (p *PeerServer) ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error) {
 	if p.statsSource != nil {
 		return p.statsSource(ctx, kind, addr)

@@ -605,7 +605,10 @@ func (s *Server) CPU() (CPUTime, error) { return ProcessCPU() }
 // or ctx's error. The statistics are those of the latest connection the
 // server accepted from addr: a new connection from the same address
 // discards what an earlier one left, and each record is handed out once
-// (a second call waits for the next connection from addr to end).
+// (a second call waits for the next connection from addr to end). When
+// ctx's deadline passes while a QUIC connection from addr is open (its
+// client's close lost), its statistics of that moment come with
+// ErrStillOpen.
 func (s *Server) ConnStats(ctx context.Context, kind, addr string) (model.TransportStats, error) {
 	return s.book.wait(ctx, kind, addr)
 }
