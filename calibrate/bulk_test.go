@@ -315,24 +315,14 @@ func TestSoaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// The quiet rate is the soaker's peak per CPU over ten 200 ms
-	// windows: on a machine busy with other tests (go test runs packages
-	// in parallel) a CPU can be taken whole for a window, and a rate
-	// measured under load would understate what the soaker gets alone.
-	peak := make([]float64, runtime.NumCPU())
-	for range 10 {
-		if err := s.quiet(200 * time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		if len(s.last) != len(peak) {
-			t.Fatalf("quiet rates %v, want %d CPUs", s.last, len(peak))
-		}
-		for i, r := range s.last {
-			peak[i] = max(peak[i], r)
-		}
+	// One counting thread per CPU under SCHED_IDLE, read from the kernel
+	// once the soaker answers (it serves marks only when every thread is
+	// set up).
+	if _, err := s.mark(); err != nil {
+		t.Fatal(err)
 	}
-	if slices.ContainsFunc(peak, func(r float64) bool { return r <= 0 }) {
-		t.Fatalf("peak quiet rates %v, want %d CPUs that worked", peak, len(peak))
+	if n, want := idleThreads(t, s.p.Cmd.Process.Pid), runtime.NumCPU(); n != want {
+		t.Fatalf("soaker has %d SCHED_IDLE threads, want one per CPU (%d)", n, want)
 	}
 	// The spinner is a shell busy loop pinned to CPU 0: a process of its
 	// own, which the Go scheduler of this test cannot park (a locked
@@ -351,25 +341,41 @@ func TestSoaker(t *testing.T) {
 	if err := unix.SchedSetaffinity(spin.Process.Pid, &set); err != nil {
 		t.Fatal(err)
 	}
-	// A soaker that did not yield would share CPU 0 with the spinner (half
-	// its quiet rate); one that yields gets what the scheduler leaves a
-	// SCHED_IDLE thread beside a busy one, which reached 10.4% over 0.3 s in
-	// one CI run (a VM's time slices, other tests' processes): the bound is
-	// a quarter, over 1 s.
-	time.Sleep(50 * time.Millisecond) // the spinner moves to CPU 0
-	a, err := s.mark()
-	if err == nil {
-		time.Sleep(time.Second)
-		var b soakMark
-		if b, err = s.mark(); err == nil {
-			var r []float64
-			if r, err = rates(b, a); err == nil && r[0] > 0.25*peak[0] {
-				t.Errorf("CPU 0 soaker at %.0f units/s with a process spinning there, against %.0f quiet: want under a quarter (a soaker that did not yield would get half)", r[0], peak[0])
-			}
+	// Windows with the spinner stopped and running alternate, so that
+	// both see the same machine: go test runs packages in parallel, and a
+	// quiet rate measured seconds apart from the loaded one varied 15-fold
+	// under that load. A soaker that did not yield would share CPU 0 with
+	// the spinner (half its quiet units); one that yields gets what the
+	// scheduler leaves a SCHED_IDLE thread beside a busy one, which
+	// reached 10.4% over 0.3 s in one CI run (a VM's time slices): the
+	// bound is a quarter. The rounds go on (at most 40) until the quiet
+	// windows on CPU 0 add up to a second and have counted work.
+	var quiet, busy []float64
+	var quietTime time.Duration
+	for round := 0; round < 40 && (quietTime < time.Second || quiet[0] == 0); round++ {
+		q, dq, err := soakWindow(s, spin.Process, unix.SIGSTOP)
+		if err != nil {
+			t.Fatal(err)
 		}
+		b, _, err := soakWindow(s, spin.Process, unix.SIGCONT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if quiet == nil {
+			quiet, busy = make([]float64, len(q)), make([]float64, len(b))
+		}
+		for i := range q {
+			quiet[i] += q[i]
+			busy[i] += b[i]
+		}
+		quietTime += dq
 	}
-	if err != nil {
-		t.Fatal(err)
+	if slices.Contains(quiet, 0) {
+		t.Fatalf("units counted per CPU in %v with the spinner stopped: %v, want every CPU to work", quietTime, quiet)
+	}
+	t.Logf("CPU 0: %.0f units with the spinner running, %.0f stopped (%.1f%%), over %v each", busy[0], quiet[0], 100*busy[0]/quiet[0], quietTime)
+	if busy[0] > 0.25*quiet[0] {
+		t.Errorf("CPU 0 soaker counted %.0f units with a process spinning there, against %.0f in as long with it stopped: want under a quarter (a soaker that did not yield would get half)", busy[0], quiet[0])
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -377,4 +383,55 @@ func TestSoaker(t *testing.T) {
 	if st := s.p.Cmd.ProcessState; st == nil || !st.Exited() {
 		t.Errorf("soaker after Close: %v", st)
 	}
+}
+
+// soakWindow sends sig to spinner, lets it take effect, and returns each
+// CPU's units counted over the next 200 ms and the window's length.
+func soakWindow(s *soaker, spinner *os.Process, sig unix.Signal) ([]float64, time.Duration, error) {
+	if err := spinner.Signal(sig); err != nil {
+		return nil, 0, err
+	}
+	time.Sleep(20 * time.Millisecond)
+	a, err := s.mark()
+	if err != nil {
+		return nil, 0, err
+	}
+	time.Sleep(200 * time.Millisecond)
+	b, err := s.mark()
+	if err != nil {
+		return nil, 0, err
+	}
+	if b.Ns <= a.Ns || len(a.Counts) != len(b.Counts) {
+		return nil, 0, errors.New("soaker: marks out of order or of different CPUs")
+	}
+	units := make([]float64, len(a.Counts))
+	for i := range units {
+		units[i] = float64(b.Counts[i] - a.Counts[i])
+	}
+	return units, time.Duration(b.Ns - a.Ns), nil
+}
+
+// idleThreads counts the threads of process pid whose scheduling policy
+// is SCHED_IDLE (field 41 of /proc/PID/task/TID/stat).
+func idleThreads(t *testing.T, pid int) int {
+	t.Helper()
+	dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // a thread that ended
+		}
+		// the command name (field 2) may hold spaces: fields count from
+		// the last ')'
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 38 && f[38] == strconv.Itoa(unix.SCHED_IDLE) {
+			n++
+		}
+	}
+	return n
 }
