@@ -102,7 +102,33 @@ func (p *Plan) estimateParallel(n int, sample []time.Duration) (time.Duration, i
 			all = append(all, r.pblock)
 		}
 	}
-	return simulateParallel(all, adm, adaptive), adm.Slots, nil
+	return simulateParallel(all, adm, adaptive, nil), adm.Slots, nil
+}
+
+// ReplayBlock is a block of a parallel run to replay with BlockEnds: its
+// group (blocks of one group share it), its estimated duration and its
+// predicted load.
+type ReplayBlock struct {
+	Group    int
+	Duration time.Duration
+	Load     SampleLoad
+}
+
+// BlockEnds replays a parallel run of blocks (in schedule order) as
+// EstimateParallel replays a plan's, under the admission rule adm (in an
+// adaptive run a group's blocks run one at a time), and returns when
+// each block starts and ends, by index. The runner's ETA follows a run
+// along it.
+func BlockEnds(blocks []ReplayBlock, adm Admission, adaptive bool) (starts, ends []time.Duration) {
+	all := make([]pblock, len(blocks))
+	for i, b := range blocks {
+		all[i] = pblock{group: b.Group, dur: b.Duration, load: b.Load}
+	}
+	starts, ends = make([]time.Duration, len(blocks)), make([]time.Duration, len(blocks))
+	simulateParallel(all, adm, adaptive, func(i int, start, end time.Duration) {
+		starts[i], ends[i] = start, end
+	})
+	return starts, ends
 }
 
 // blockRuns groups the plan's cells into the blocks of runner.Schedule, in
@@ -191,8 +217,9 @@ func insertSorted(s []int, v int) []int {
 // (exclusive ones count 0, so that they are found where they stand): one
 // of the blocks in a browser (not exclusive), searched only while the
 // rule admits another browser, and one of all others; so the replay
-// takes O(blocks · log blocks).
-func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Duration {
+// takes O(blocks · log blocks). started, when not nil, is told each
+// block's index, start and end as it starts.
+func simulateParallel(blocks []pblock, adm Admission, adaptive bool, started func(i int, start, end time.Duration)) time.Duration {
 	if len(blocks) == 0 {
 		return 0
 	}
@@ -250,6 +277,9 @@ func simulateParallel(blocks []pblock, adm Admission, adaptive bool) time.Durati
 		}
 		e := addSat(now, b.dur)
 		end = max(end, e)
+		if started != nil {
+			started(order[pos], now, e)
+		}
 		heap.Push(&running, runEntry{end: e, group: b.group, load: b.load})
 	}
 	for {

@@ -219,7 +219,7 @@ tests:
 		}
 	}
 	adm := Admission{Slots: 16, Budget: LoadBudget(RefCores)}
-	sim, fluid := simulateParallel(all, adm, false), parallelFluid(runs, adm, false)
+	sim, fluid := simulateParallel(all, adm, false, nil), parallelFluid(runs, adm, false)
 	if r := float64(fluid) / float64(sim); r < 0.97 || r > 1.03 {
 		t.Errorf("fluid %v, replay %v", fluid, sim)
 	}
@@ -307,5 +307,44 @@ func TestEstimateShard(t *testing.T) {
 	}
 	if _, err := p.EstimateShard(4, Shard{K: 4, N: 3}); err == nil {
 		t.Error("shard 4/3: want an error")
+	}
+}
+
+func TestBlockEndsFollowTheEstimate(t *testing.T) {
+	p, err := Builtin("parallel-check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := p.EstimateWith(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sample := make([]time.Duration, len(e.Cells))
+	for i, c := range e.Cells {
+		sample[i] = c.Sample
+	}
+	loads := make([]SampleLoad, len(p.cells))
+	for i := range p.cells {
+		if loads[i], err = CellLoad(&p.cells[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, _ := p.blockRuns(sample, loads)
+	var blocks []ReplayBlock
+	for _, r := range runs {
+		for range r.count {
+			blocks = append(blocks, ReplayBlock{Group: r.group, Duration: r.dur, Load: r.load})
+		}
+	}
+	starts, ends := BlockEnds(blocks, RefAdmission(16, p.cells), false)
+	last := time.Duration(0)
+	for i := range blocks {
+		if ends[i]-starts[i] != blocks[i].Duration || starts[i] < 0 {
+			t.Fatalf("block %d: %v to %v, want its %v", i, starts[i], ends[i], blocks[i].Duration)
+		}
+		last = max(last, ends[i])
+	}
+	if last != e.Parallel {
+		t.Errorf("last block ends at %v, the estimate with 16 testbeds is %v", last, e.Parallel)
 	}
 }

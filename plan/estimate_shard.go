@@ -74,7 +74,7 @@ func (p *Plan) EstimateShard(n int, sh Shard) (Estimate, error) {
 	}
 	if n > 1 {
 		adm := RefAdmission(n, p.cells)
-		out.Parallel, out.ParallelN = simulateParallel(blocks, adm, p.Precision() > 0), adm.Slots
+		out.Parallel, out.ParallelN = simulateParallel(blocks, adm, p.Precision() > 0, nil), adm.Slots
 	}
 	return out, nil
 }

@@ -155,6 +155,7 @@ type dispatch struct {
 	rule      plan.Admission
 	first     time.Time
 	doneEst   time.Duration
+	curve     *progressCurve // the replayed course of a parallel run with estimates
 	handled   int
 	overheads []stats.OverheadSample
 	streak    failStreak
@@ -263,6 +264,9 @@ func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	}
 
 	pending := blocksOf(todo, d.est)
+	if n > 1 && d.est != nil {
+		d.curve = d.replay(pending)
+	}
 	if n > 1 {
 		info := make([]plan.Block, len(pending))
 		for i, b := range pending {
@@ -308,6 +312,24 @@ func (d *dispatch) run(ctx context.Context, todo []Step) error {
 		}
 	}
 	return runErr
+}
+
+// replay replays the dispatch of blocks (in schedule order) on this
+// machine's admission rule with the cells' predicted loads
+// (plan.BlockEnds) and returns the course the run's ETA follows.
+func (d *dispatch) replay(blocks []*block) *progressCurve {
+	groups := map[string]int{}
+	rb := make([]plan.ReplayBlock, len(blocks))
+	for i, b := range blocks {
+		g, ok := groups[b.group]
+		if !ok {
+			g = len(groups)
+			groups[b.group] = g
+		}
+		rb[i] = plan.ReplayBlock{Group: g, Duration: b.est, Load: d.blockLoad(b)}
+	}
+	starts, ends := plan.BlockEnds(rb, d.rule, d.ad != nil)
+	return newProgressCurve(starts, ends)
 }
 
 // startBlocks starts pending blocks on idle testbeds (building testbeds up
@@ -534,11 +556,15 @@ func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error
 	}
 	d.overheads = append(d.overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
 	var left time.Duration
-	if d.est != nil {
+	switch {
+	case d.curve != nil:
+		d.doneEst += d.est[step.Cell.Key]
+		left = etaCurve(time.Since(d.first), d.doneEst, d.curve)
+	case d.est != nil:
 		d.doneEst += d.est[step.Cell.Key]
 		d.remaining -= d.est[step.Cell.Key]
 		left = etaFrom(time.Since(d.first), d.doneEst, d.remaining, d.slots)
-	} else {
+	default:
 		left = etaMean(time.Since(d.first), sum.Taken, d.todo-d.handled)
 	}
 	d.prog.update(step.Cell.Group, Event{

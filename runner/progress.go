@@ -1,9 +1,11 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -211,6 +213,80 @@ func etaFrom(doneMeasured, doneEstimated, remainingEstimated time.Duration, slot
 	}
 	r := min(max(float64(doneMeasured)/float64(doneEstimated), etaMinRatio/float64(slots)), etaMaxRatio)
 	return time.Duration(float64(remainingEstimated) * r)
+}
+
+// progressCurve is the predicted course of a parallel run: how much of
+// its serially estimated work the replay of its dispatch (plan.BlockEnds)
+// has done by each instant, a block's work accruing evenly from its start
+// to its end. A parallel run does not take its work at one pace (its
+// exclusive blocks run first, alone), so its ETA follows the run along
+// this curve rather than scaling the serial estimate left.
+type progressCurve struct {
+	at   []time.Duration // instants where the pace changes, ascending
+	done []time.Duration // the work done by each
+}
+
+// newProgressCurve builds the curve of blocks that start and end at the
+// given instants (by index), each block's work its length.
+func newProgressCurve(starts, ends []time.Duration) *progressCurve {
+	type change struct {
+		at   time.Duration
+		pace int // blocks running from here: +1 at a start, -1 at an end
+	}
+	changes := make([]change, 0, 2*len(starts))
+	for i := range starts {
+		if ends[i] > starts[i] {
+			changes = append(changes, change{starts[i], 1}, change{ends[i], -1})
+		}
+	}
+	slices.SortFunc(changes, func(a, b change) int { return cmp.Compare(a.at, b.at) })
+	c := &progressCurve{at: []time.Duration{0}, done: []time.Duration{0}}
+	pace := 0
+	for _, ch := range changes {
+		last := len(c.at) - 1
+		if ch.at > c.at[last] {
+			c.at = append(c.at, ch.at)
+			c.done = append(c.done, c.done[last]+time.Duration(pace)*(ch.at-c.at[last]))
+		}
+		pace += ch.pace
+	}
+	return c
+}
+
+// end is when the replayed run ends.
+func (c *progressCurve) end() time.Duration { return c.at[len(c.at)-1] }
+
+// when returns the first instant of the curve by which work is done (its
+// end for work beyond the total).
+func (c *progressCurve) when(work time.Duration) time.Duration {
+	i, _ := slices.BinarySearch(c.done, work)
+	switch {
+	case i == 0:
+		return 0
+	case i == len(c.done):
+		return c.end()
+	}
+	span := c.done[i] - c.done[i-1]
+	return c.at[i-1] + time.Duration(float64(c.at[i]-c.at[i-1])*float64(work-c.done[i-1])/float64(span))
+}
+
+// etaCurve estimates the time a parallel run still needs: the replay's
+// time left from where it had done as much work as the run has (done,
+// the serial estimate of the samples taken), scaled by how long the run
+// took to get there (elapsed) against the replay, that ratio clamped to
+// [etaMinRatio, etaMaxRatio]. Before any sample finished it is the whole
+// replay.
+func etaCurve(elapsed, done time.Duration, c *progressCurve) time.Duration {
+	at := c.when(done)
+	left := c.end() - at
+	if left <= 0 {
+		return 0
+	}
+	if at <= 0 || elapsed <= 0 {
+		return left
+	}
+	r := min(max(float64(elapsed)/float64(at), etaMinRatio), etaMaxRatio)
+	return time.Duration(float64(left) * r)
 }
 
 // etaMean estimates the remaining time from the mean time per sample so

@@ -89,3 +89,48 @@ func TestProgressSampleEstimates(t *testing.T) {
 		t.Errorf("no plan: %v", est)
 	}
 }
+
+func TestETAAlongTheReplay(t *testing.T) {
+	m := time.Minute
+	// The replay of a run whose first block (10 min) runs alone, then 10
+	// blocks of 10 min at once: 20 min in all, 110 min of work.
+	starts := []time.Duration{0}
+	ends := []time.Duration{10 * m}
+	for range 10 {
+		starts, ends = append(starts, 10*m), append(ends, 20*m)
+	}
+	c := newProgressCurve(starts, ends)
+	if c.end() != 20*m {
+		t.Fatalf("curve ends at %v, want 20m", c.end())
+	}
+	for _, tc := range []struct {
+		name          string
+		elapsed, done time.Duration
+		want          time.Duration
+	}{
+		{"before any sample: the whole replay", 0, 0, 20 * m},
+		{"half the lone block, as replayed", 5 * m, 5 * m, 15 * m},
+		{"the lone block done, twice as slow", 20 * m, 10 * m, 20 * m},
+		{"half the parallel work, as replayed", 15 * m, 60 * m, 5 * m},
+		{"half the parallel work, at a third of the time: ratio clamped at 0.2", 3 * m, 60 * m, m},
+		{"far slower: ratio clamped at 5", 15 * m, 1 * m, 5 * 19 * m},
+		{"all done", 20 * m, 110 * m, 0},
+	} {
+		if got := etaCurve(tc.elapsed, tc.done, c); got != tc.want {
+			t.Errorf("%s: etaCurve(%v, %v) = %v, want %v", tc.name, tc.elapsed, tc.done, got, tc.want)
+		}
+	}
+	// The serial ETA of the same run, scaling the work left by the pace so
+	// far, says 10 x too much after the lone block: what the replay mends.
+	if got := etaFrom(10*m, 10*m, 100*m, 11); got != 100*m {
+		t.Errorf("etaFrom after the lone block = %v, want 100m (the serial scaling)", got)
+	}
+	// A gap with nothing running keeps the work where it was.
+	g := newProgressCurve([]time.Duration{0, 20 * m}, []time.Duration{10 * m, 30 * m})
+	if at := g.when(10 * m); at != 10*m {
+		t.Errorf("gap: work of the first block done at %v, want 10m", at)
+	}
+	if at := g.when(15 * m); at != 25*m {
+		t.Errorf("gap: 15m of work done at %v, want 25m", at)
+	}
+}
