@@ -328,8 +328,17 @@ func (d *dispatch) replay(blocks []*block) *progressCurve {
 		}
 		rb[i] = plan.ReplayBlock{Group: g, Duration: b.est, Load: d.blockLoad(b)}
 	}
-	starts, ends := plan.BlockEnds(rb, d.rule, d.ad != nil)
-	return newProgressCurve(starts, ends)
+	starts, _ := plan.BlockEnds(rb, d.rule, d.ad != nil)
+	var ends []sampleEnd
+	for i, b := range blocks {
+		at := starts[i]
+		for _, st := range b.steps {
+			w := d.est[st.Cell.Key]
+			at += w
+			ends = append(ends, sampleEnd{at: at, work: w})
+		}
+	}
+	return newProgressCurve(ends)
 }
 
 // startBlocks starts pending blocks on idle testbeds (building testbeds up

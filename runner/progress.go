@@ -217,38 +217,34 @@ func etaFrom(doneMeasured, doneEstimated, remainingEstimated time.Duration, slot
 
 // progressCurve is the predicted course of a parallel run: how much of
 // its serially estimated work the replay of its dispatch (plan.BlockEnds)
-// has done by each instant, a block's work accruing evenly from its start
-// to its end. A parallel run does not take its work at one pace (its
-// exclusive blocks run first, alone), so its ETA follows the run along
-// this curve rather than scaling the serial estimate left.
+// has done by each instant, a sample's work counted when it ends, as the
+// run counts it. A parallel run
+// does not take its work at one pace (its exclusive blocks run first,
+// alone), so its ETA follows the run along this curve rather than scaling
+// the serial estimate left.
 type progressCurve struct {
-	at   []time.Duration // instants where the pace changes, ascending
+	at   []time.Duration // instants where samples end, ascending, from 0
 	done []time.Duration // the work done by each
 }
 
-// newProgressCurve builds the curve of blocks that start and end at the
-// given instants (by index), each block's work its length.
-func newProgressCurve(starts, ends []time.Duration) *progressCurve {
-	type change struct {
-		at   time.Duration
-		pace int // blocks running from here: +1 at a start, -1 at an end
-	}
-	changes := make([]change, 0, 2*len(starts))
-	for i := range starts {
-		if ends[i] > starts[i] {
-			changes = append(changes, change{starts[i], 1}, change{ends[i], -1})
-		}
-	}
-	slices.SortFunc(changes, func(a, b change) int { return cmp.Compare(a.at, b.at) })
+// sampleEnd is a sample of the replay: when it ends and its estimate.
+type sampleEnd struct {
+	at, work time.Duration
+}
+
+// newProgressCurve builds the curve of the replay's samples.
+func newProgressCurve(ends []sampleEnd) *progressCurve {
+	ends = slices.Clone(ends)
+	slices.SortFunc(ends, func(a, b sampleEnd) int { return cmp.Compare(a.at, b.at) })
 	c := &progressCurve{at: []time.Duration{0}, done: []time.Duration{0}}
-	pace := 0
-	for _, ch := range changes {
+	for _, e := range ends {
 		last := len(c.at) - 1
-		if ch.at > c.at[last] {
-			c.at = append(c.at, ch.at)
-			c.done = append(c.done, c.done[last]+time.Duration(pace)*(ch.at-c.at[last]))
+		if e.at > c.at[last] {
+			c.at = append(c.at, e.at)
+			c.done = append(c.done, c.done[last])
+			last++
 		}
-		pace += ch.pace
+		c.done[last] += e.work
 	}
 	return c
 }
@@ -256,18 +252,17 @@ func newProgressCurve(starts, ends []time.Duration) *progressCurve {
 // end is when the replayed run ends.
 func (c *progressCurve) end() time.Duration { return c.at[len(c.at)-1] }
 
-// when returns the first instant of the curve by which work is done (its
-// end for work beyond the total).
+// when returns the first instant of the replay by which work was done
+// (its end for work beyond the total): a sample's end, since the run too
+// counts a sample's work when it ends. Samples that end together in the
+// replay are all done at that instant, so the first of four taken at once
+// puts the run where the replay had ended all four.
 func (c *progressCurve) when(work time.Duration) time.Duration {
 	i, _ := slices.BinarySearch(c.done, work)
-	switch {
-	case i == 0:
-		return 0
-	case i == len(c.done):
+	if i == len(c.done) {
 		return c.end()
 	}
-	span := c.done[i] - c.done[i-1]
-	return c.at[i-1] + time.Duration(float64(c.at[i]-c.at[i-1])*float64(work-c.done[i-1])/float64(span))
+	return c.at[i]
 }
 
 // etaCurve estimates the time a parallel run still needs: the replay's

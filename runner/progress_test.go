@@ -92,14 +92,13 @@ func TestProgressSampleEstimates(t *testing.T) {
 
 func TestETAAlongTheReplay(t *testing.T) {
 	m := time.Minute
-	// The replay of a run whose first block (10 min) runs alone, then 10
-	// blocks of 10 min at once: 20 min in all, 110 min of work.
-	starts := []time.Duration{0}
-	ends := []time.Duration{10 * m}
+	// The replay of a run whose first sample (10 min) runs alone, then 10
+	// samples of 10 min at once: 20 min in all, 110 min of work.
+	ends := []sampleEnd{{10 * m, 10 * m}}
 	for range 10 {
-		starts, ends = append(starts, 10*m), append(ends, 20*m)
+		ends = append(ends, sampleEnd{20 * m, 10 * m})
 	}
-	c := newProgressCurve(starts, ends)
+	c := newProgressCurve(ends)
 	if c.end() != 20*m {
 		t.Fatalf("curve ends at %v, want 20m", c.end())
 	}
@@ -109,11 +108,12 @@ func TestETAAlongTheReplay(t *testing.T) {
 		want          time.Duration
 	}{
 		{"before any sample: the whole replay", 0, 0, 20 * m},
-		{"half the lone block, as replayed", 5 * m, 5 * m, 15 * m},
-		{"the lone block done, twice as slow", 20 * m, 10 * m, 20 * m},
-		{"half the parallel work, as replayed", 15 * m, 60 * m, 5 * m},
-		{"half the parallel work, at a third of the time: ratio clamped at 0.2", 3 * m, 60 * m, m},
-		{"far slower: ratio clamped at 5", 15 * m, 1 * m, 5 * 19 * m},
+		{"the lone sample done, as replayed", 10 * m, 10 * m, 10 * m},
+		{"the lone sample done, twice as slow", 20 * m, 10 * m, 20 * m},
+		{"one of the ten parallel samples, as replayed", 20 * m, 20 * m, 0},
+		{"half the lone sample's work: where it ends", 5 * m, 5 * m, 5 * m},
+		{"far slower: ratio clamped at 5", 100 * m, 10 * m, 50 * m},
+		{"far faster: ratio clamped at 0.2", 1 * m, 10 * m, 2 * m},
 		{"all done", 20 * m, 110 * m, 0},
 	} {
 		if got := etaCurve(tc.elapsed, tc.done, c); got != tc.want {
@@ -121,16 +121,20 @@ func TestETAAlongTheReplay(t *testing.T) {
 		}
 	}
 	// The serial ETA of the same run, scaling the work left by the pace so
-	// far, says 10 x too much after the lone block: what the replay mends.
+	// far, says 10 x too much after the lone sample: what the replay mends.
 	if got := etaFrom(10*m, 10*m, 100*m, 11); got != 100*m {
-		t.Errorf("etaFrom after the lone block = %v, want 100m (the serial scaling)", got)
+		t.Errorf("etaFrom after the lone sample = %v, want 100m (the serial scaling)", got)
 	}
-	// A gap with nothing running keeps the work where it was.
-	g := newProgressCurve([]time.Duration{0, 20 * m}, []time.Duration{10 * m, 30 * m})
-	if at := g.when(10 * m); at != 10*m {
-		t.Errorf("gap: work of the first block done at %v, want 10m", at)
+	// Four samples of 7 min at once: the first one's end is the replay's
+	// end (its work is counted when it ends, as the run counts it), not a
+	// quarter of the way, which read 21 min in a run of 7.
+	four := newProgressCurve([]sampleEnd{{7 * m, 7 * m}, {7 * m, 7 * m}, {7 * m, 7 * m}, {7 * m, 7 * m}})
+	if got := etaCurve(7*m, 7*m, four); got != 0 {
+		t.Errorf("four at once, the first done: ETA %v, want 0", got)
 	}
-	if at := g.when(15 * m); at != 25*m {
-		t.Errorf("gap: 15m of work done at %v, want 25m", at)
+	// Samples of a block, one after the other.
+	chain := newProgressCurve([]sampleEnd{{2 * m, 2 * m}, {4 * m, 2 * m}, {6 * m, 2 * m}})
+	if got := etaCurve(6*m, 4*m, chain); got != 3*m {
+		t.Errorf("two of three chained samples, 1.5 x slower: ETA %v, want 3m", got)
 	}
 }
