@@ -255,6 +255,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 	req := workload.Request{
 		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC, QUICEvents: r.opts.QUICEvents,
 		Timeout:        r.plan.TimeoutFor(c),
+		LinkWait:       up.MaxWait() + down.MaxWait(),
 		BrowserRestart: r.plan.BrowserRestart(), BrowserMemoryLimit: r.plan.BrowserMemoryLimit(),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,

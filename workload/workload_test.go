@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	spec2 "github.com/quicbench/quicbench/emu/spec"
 	"github.com/quicbench/quicbench/endpoint"
 	"github.com/quicbench/quicbench/internal/sites"
 	"github.com/quicbench/quicbench/model"
@@ -269,4 +270,40 @@ func TestGeneratedSiteOverLoopback(t *testing.T) {
 func testParams(test string, values map[string]string) plan.Params {
 	p, _ := plan.DecodeParams(test, values)
 	return p
+}
+
+func TestStallLimitsFollowTheLink(t *testing.T) {
+	base := Request{Protocol: model.ProtoH2, Target: Target{Host: "10.0.0.2", Port: 443}}
+	spec, err := baseSpec(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.IdleTimeout != endpoint.DefaultIdleTimeout || spec.FirstByteTimeout != endpoint.DefaultFirstByteTimeout {
+		t.Errorf("no link wait: idle %v, first byte %v; want the defaults", spec.IdleTimeout, spec.FirstByteTimeout)
+	}
+	// size-bandwidth-grid's 1 Mbit/s cell: 100 ms and a 1000-packet queue
+	// down, nothing up.
+	down, err := spec2.Parse("delay 100ms rate 1mbit loss 0.1%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := base
+	deep.LinkWait = down.MaxWait()
+	if spec, err = baseSpec(deep); err != nil {
+		t.Fatal(err)
+	}
+	want := 3*(12*time.Second+100*time.Millisecond) + 10*time.Second
+	if spec.IdleTimeout != want || spec.FirstByteTimeout != want {
+		t.Errorf("1 Mbit/s, 1000-packet queue: idle %v, first byte %v; want %v", spec.IdleTimeout, spec.FirstByteTimeout, want)
+	}
+	// A short wait adds its three waits to the idle limit and keeps the
+	// larger default first-byte limit.
+	short := base
+	short.LinkWait = 50 * time.Millisecond
+	if spec, err = baseSpec(short); err != nil {
+		t.Fatal(err)
+	}
+	if spec.IdleTimeout != 10150*time.Millisecond || spec.FirstByteTimeout != endpoint.DefaultFirstByteTimeout {
+		t.Errorf("50 ms link: idle %v, first byte %v; want 10.15s and the default 15s", spec.IdleTimeout, spec.FirstByteTimeout)
+	}
 }

@@ -191,6 +191,27 @@ func (l Link) MaxDelay() time.Duration {
 	return l.Delay + 4*l.Jitter
 }
 
+// MaxWait returns the longest a delivered packet can take across the
+// link: MaxDelay, plus the time a full bottleneck queue takes to drain at
+// the link's rate (its packet limit of full-size packets or its byte
+// limit, whichever holds less), plus a blackout's off period. A trace
+// link's queue is not counted (its capacity varies; emu/trace has its
+// mean rate). A queue of netem's default 1000 packets drains in 12 s at
+// 1 Mbit/s: a TCP connection that filled it waits that long for a lost
+// segment's retransmission.
+func (l Link) MaxWait() time.Duration {
+	w := l.MaxDelay() + l.Off
+	if l.Rate == 0 {
+		return w
+	}
+	packets, bytes := l.QueueLimit()
+	held := bytes
+	if packets > 0 && (held == 0 || uint64(packets)*MaxMTU < held) {
+		held = uint64(packets) * MaxMTU
+	}
+	return w + time.Duration(float64(held*8)/float64(l.Rate)*float64(time.Second))
+}
+
 // HasBottleneck reports whether the link has a capacity limit (rate or
 // trace), the only place a queue can build.
 func (l Link) HasBottleneck() bool { return l.Rate > 0 || l.Trace != "" }

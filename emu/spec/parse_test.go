@@ -337,3 +337,27 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxWait(t *testing.T) {
+	for _, tc := range []struct {
+		spec string
+		want time.Duration
+	}{
+		{"none", 0},
+		{"delay 50ms 10ms", 60 * time.Millisecond},                        // uniform jitter by default, as netem
+		{"delay 100ms rate 1mbit", 100*time.Millisecond + 12*time.Second}, // 1000 x 1500 B at 1 Mbit/s
+		{"delay 10ms rate 10mbit limit 100", 10*time.Millisecond + 120*time.Millisecond},
+		{"rate 1mbit queue droptail bytes 15000", 120 * time.Millisecond},            // bytes only: no packet limit
+		{"rate 1mbit limit 1000 queue droptail bytes 15000", 120 * time.Millisecond}, // the smaller
+		{"delay 50ms 10ms distribution normal", 90 * time.Millisecond},               // cut at 4x
+		{"delay 5ms onoff 1s 2s", 5*time.Millisecond + 2*time.Second},
+	} {
+		l, err := Parse(tc.spec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.spec, err)
+		}
+		if got := l.MaxWait(); got != tc.want {
+			t.Errorf("%s: MaxWait %v, want %v", tc.spec, got, tc.want)
+		}
+	}
+}
