@@ -401,14 +401,15 @@ func soakWindow(s *soaker, spinner *os.Process, sig unix.Signal) ([]float64, tim
 	if err != nil {
 		return nil, 0, err
 	}
-	if b.Ns <= a.Ns || len(a.Counts) != len(b.Counts) {
-		return nil, 0, errors.New("soaker: marks out of order or of different CPUs")
+	r, err := rates(b, a)
+	if err != nil {
+		return nil, 0, err
 	}
-	units := make([]float64, len(a.Counts))
-	for i := range units {
-		units[i] = float64(b.Counts[i] - a.Counts[i])
+	dt := time.Duration(b.Ns - a.Ns)
+	for i := range r {
+		r[i] *= dt.Seconds() // units counted in the window
 	}
-	return units, time.Duration(b.Ns - a.Ns), nil
+	return r, dt, nil
 }
 
 // idleThreads counts the threads of process pid whose scheduling policy

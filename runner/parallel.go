@@ -264,13 +264,15 @@ func (d *dispatch) run(ctx context.Context, todo []Step) error {
 	}
 
 	pending := blocksOf(todo, d.est)
-	if n > 1 && d.est != nil {
-		d.curve = d.replay(pending)
-	}
 	if n > 1 {
+		loads := make([]plan.SampleLoad, len(pending))
 		info := make([]plan.Block, len(pending))
 		for i, b := range pending {
-			info[i] = plan.Block{Exclusive: d.blockLoad(b).Exclusive, Duration: b.est}
+			loads[i] = d.blockLoad(b)
+			info[i] = plan.Block{Exclusive: loads[i].Exclusive, Duration: b.est}
+		}
+		if d.est != nil {
+			d.curve = d.replay(pending, loads)
 		}
 		ordered := make([]*block, len(pending))
 		for i, k := range plan.ParallelOrder(info) {
@@ -315,9 +317,9 @@ func (d *dispatch) run(ctx context.Context, todo []Step) error {
 }
 
 // replay replays the dispatch of blocks (in schedule order) on this
-// machine's admission rule with the cells' predicted loads
-// (plan.BlockEnds) and returns the course the run's ETA follows.
-func (d *dispatch) replay(blocks []*block) *progressCurve {
+// machine's admission rule with their predicted loads (plan.BlockEnds)
+// and returns the course the run's ETA follows.
+func (d *dispatch) replay(blocks []*block, loads []plan.SampleLoad) *progressCurve {
 	groups := map[string]int{}
 	rb := make([]plan.ReplayBlock, len(blocks))
 	for i, b := range blocks {
@@ -326,7 +328,7 @@ func (d *dispatch) replay(blocks []*block) *progressCurve {
 			g = len(groups)
 			groups[b.group] = g
 		}
-		rb[i] = plan.ReplayBlock{Group: g, Duration: b.est, Load: d.blockLoad(b)}
+		rb[i] = plan.ReplayBlock{Group: g, Duration: b.est, Load: loads[i]}
 	}
 	starts, _ := plan.BlockEnds(rb, d.rule, d.ad != nil)
 	var ends []sampleEnd
@@ -565,13 +567,14 @@ func (d *dispatch) record(ctx context.Context, ev event, pending []*block) error
 	}
 	d.overheads = append(d.overheads, stats.OverheadSample{Client: step.Cell.Client, Overhead: s.Overhead, Drain: s.Drain, Prep: s.Prep})
 	var left time.Duration
-	switch {
-	case d.curve != nil:
-		d.doneEst += d.est[step.Cell.Key]
-		left = etaCurve(time.Since(d.first), d.doneEst, d.curve)
-	case d.est != nil:
+	if d.est != nil {
 		d.doneEst += d.est[step.Cell.Key]
 		d.remaining -= d.est[step.Cell.Key]
+	}
+	switch {
+	case d.curve != nil:
+		left = etaCurve(time.Since(d.first), d.doneEst, d.curve)
+	case d.est != nil:
 		left = etaFrom(time.Since(d.first), d.doneEst, d.remaining, d.slots)
 	default:
 		left = etaMean(time.Since(d.first), sum.Taken, d.todo-d.handled)
