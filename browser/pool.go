@@ -31,6 +31,13 @@ const (
 	// Chromium with one context measured 250-400 MB here, Firefox
 	// 300-450 MB (docs/metrics.md, "Persistent browsers").
 	DefaultMemoryLimit = 1 << 30
+	// DefaultFileLimit is how many open files a kept browser's processes
+	// may hold together before a Pool restarts it before its next sample.
+	// Chromium with one context held 320-530 here, Firefox 400-450 when
+	// it starts; the 2-hour soak of 28 Nov 2026 saw Firefox's count grow
+	// by up to 150 an hour (docs/metrics.md, "Persistent browsers"), which
+	// this bounds to about 11 hours of samples per browser.
+	DefaultFileLimit = 2048
 	// DefaultMaxBrowsers is how many browsers a Pool keeps at once: a
 	// Chromium for each of h1, h2 and h3 (the protocol switches are
 	// process-wide) and a Firefox.
@@ -79,7 +86,8 @@ type PoolOptions struct {
 }
 
 // Pool keeps running browsers across samples, one per LaunchKey, and
-// restarts one that died, hangs or grew past its memory limit (see Run).
+// restarts one that died, hangs or grew past its memory or open-files
+// limit (see Run).
 // It is safe for concurrent use; samples run one at a time.
 type Pool[B PooledBrowser] struct {
 	opts PoolOptions
@@ -128,6 +136,10 @@ type SampleSpec[B PooledBrowser] struct {
 	// browser's processes above which it is restarted before the sample;
 	// 0 means DefaultMemoryLimit, negative no limit.
 	MemoryLimit int64
+	// FileLimit is how many open files a kept browser's processes may
+	// hold together before it is restarted before the sample; 0 means
+	// DefaultFileLimit, negative no limit.
+	FileLimit int
 	// Start starts a browser for the sample's options.
 	Start func(ctx context.Context) (B, error)
 	// Run takes the sample in browser b: with RestartAuto in a fresh
@@ -144,7 +156,7 @@ type SampleReport struct {
 	Start time.Duration
 	// Replaced says why a kept browser was closed and a new one started
 	// before this sample: it had ended, did not answer, or held more
-	// memory than the limit ("" when none was).
+	// memory or open files than the limits ("" when none was).
 	Replaced string
 	// Broken says what happened to the browser during the sample: it
 	// ended, or hung; the pool closed it ("" when nothing did).
@@ -183,7 +195,7 @@ func (r SampleReport) Warnings() []string {
 // sample in it and closes it, as a browser per sample always did. With
 // RestartAuto it takes the kept browser of spec.Key, after checking that
 // it still runs (Alive), answers within PingLimit (Ping) and holds at most
-// spec.MemoryLimit, and otherwise closes it and starts a new one (the
+// spec.MemoryLimit and spec.FileLimit open files, and otherwise closes it and starts a new one (the
 // report's Replaced says why); it starts one when none is kept, closing
 // the least recently used browser when MaxBrowsers are kept. After the
 // sample, a browser that ended or hung (spec.Run's error holds a
@@ -200,7 +212,7 @@ func (p *Pool[B]) Run(ctx context.Context, spec SampleSpec[B]) (SampleReport, er
 	}
 	e := p.find(spec.Key)
 	if e != nil {
-		if why := p.unfit(ctx, e, spec.MemoryLimit); why != "" {
+		if why := p.unfit(ctx, e, spec.MemoryLimit, spec.FileLimit); why != "" {
 			rep.Replaced = why
 			p.drop(e)
 			e = nil
@@ -263,7 +275,7 @@ func (p *Pool[B]) runFresh(ctx context.Context, spec SampleSpec[B]) (SampleRepor
 
 // unfit says why kept browser e may not take the next sample, "" when it
 // may.
-func (p *Pool[B]) unfit(ctx context.Context, e *keptBrowser[B], limit int64) string {
+func (p *Pool[B]) unfit(ctx context.Context, e *keptBrowser[B], limit int64, files int) string {
 	if err := e.b.Alive(); err != nil {
 		return fmt.Sprintf("the previous browser had ended (%v)", err)
 	}
@@ -280,11 +292,22 @@ func (p *Pool[B]) unfit(ctx context.Context, e *keptBrowser[B], limit int64) str
 	if limit == 0 {
 		limit = DefaultMemoryLimit
 	}
-	if limit > 0 {
-		if u, err := p.opts.Usage(e.b.ProcessGroup()); err == nil && u.PSS > limit {
-			return fmt.Sprintf("the previous browser held %d MB (proportional set size of its %d processes) after %d samples, over the limit of %d MB",
-				u.PSS>>20, u.Procs, e.samples, limit>>20)
-		}
+	if files == 0 {
+		files = DefaultFileLimit
+	}
+	if limit < 0 && files < 0 {
+		return ""
+	}
+	u, err := p.opts.Usage(e.b.ProcessGroup())
+	switch {
+	case err != nil:
+		return ""
+	case limit > 0 && u.PSS > limit:
+		return fmt.Sprintf("the previous browser held %d MB (proportional set size of its %d processes) after %d samples, over the limit of %d MB",
+			u.PSS>>20, u.Procs, e.samples, limit>>20)
+	case files > 0 && u.FDs > files:
+		return fmt.Sprintf("the previous browser held %d open files (its %d processes together) after %d samples, over the limit of %d",
+			u.FDs, u.Procs, e.samples, files)
 	}
 	return ""
 }

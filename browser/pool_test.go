@@ -37,16 +37,18 @@ func (f *fakeBrowser) Ping(ctx context.Context) error {
 func (f *fakeBrowser) ProcessGroup() int { return f.pgid }
 func (f *fakeBrowser) Close() error      { f.closed++; return nil }
 
-// fakeHost is what the fake browsers use: PSS and CPU per process group.
+// fakeHost is what the fake browsers use: PSS, open files (40 unless
+// set) and CPU per process group.
 type fakeHost struct {
 	pss     map[int]int64
+	fds     map[int]int
 	cpu     map[int]CPUTime
 	started []*fakeBrowser
 }
 
 func newFakePool(t *testing.T, max int) (*Pool[*fakeBrowser], *fakeHost) {
 	t.Helper()
-	h := &fakeHost{pss: map[int]int64{}, cpu: map[int]CPUTime{}}
+	h := &fakeHost{pss: map[int]int64{}, fds: map[int]int{}, cpu: map[int]CPUTime{}}
 	p := NewPool[*fakeBrowser](PoolOptions{
 		MaxBrowsers: max,
 		PingLimit:   20 * time.Millisecond,
@@ -54,7 +56,11 @@ func newFakePool(t *testing.T, max int) (*Pool[*fakeBrowser], *fakeHost) {
 			if _, ok := h.pss[pgid]; !ok {
 				return Usage{}, errors.New("no such group")
 			}
-			return Usage{Procs: 3, PSS: h.pss[pgid], RSS: 2 * h.pss[pgid], FDs: 40, CPU: h.cpu[pgid]}, nil
+			fds, ok := h.fds[pgid]
+			if !ok {
+				fds = 40
+			}
+			return Usage{Procs: 3, PSS: h.pss[pgid], RSS: 2 * h.pss[pgid], FDs: fds, CPU: h.cpu[pgid]}, nil
 		},
 		CPU: func(pgid int) (CPUTime, error) {
 			if _, ok := h.pss[pgid]; !ok {
@@ -87,7 +93,7 @@ func (h *fakeHost) spec(key string, cpu time.Duration, err error) SampleSpec[*fa
 }
 
 // TestPoolKeepsAndReplaces: a key's browser serves its samples until it
-// dies, hangs or holds more than the memory limit, when it is closed and
+// dies, hangs or holds more than the memory or open-files limit, when it is closed and
 // replaced before the next sample, which says why; a browser that ends or
 // hangs during a sample is closed, and the sample says so.
 func TestPoolKeepsAndReplaces(t *testing.T) {
@@ -149,8 +155,32 @@ func TestPoolKeepsAndReplaces(t *testing.T) {
 	}
 	h.pss[h.started[4].pgid] = 200 << 20
 
+	// open files over the limit (the default, then the sample's); a
+	// browser at the limit stays
+	h.fds[h.started[4].pgid] = DefaultFileLimit
+	if r = run(h.spec("h2", 0, nil)); len(h.started) != 5 || r.Replaced != "" {
+		t.Errorf("at the default open-files limit: %d started, report %+v", len(h.started), r)
+	}
+	h.fds[h.started[4].pgid] = DefaultFileLimit + 1
+	r = run(h.spec("h2", 0, nil))
+	if len(h.started) != 6 || h.started[4].closed != 1 || !strings.Contains(r.Replaced, "held 2049 open files (its 3 processes together) after 3 samples, over the limit of 2048") {
+		t.Errorf("over the default open-files limit: %d started, report %+v", len(h.started), r)
+	}
+	s = h.spec("h2", 0, nil)
+	s.FileLimit = 100
+	h.fds[h.started[5].pgid] = 101
+	if r = run(s); len(h.started) != 7 || !strings.Contains(r.Replaced, "over the limit of 100") {
+		t.Errorf("over the sample's open-files limit: %d started, report %+v", len(h.started), r)
+	}
+	s.FileLimit, s.MemoryLimit = -1, -1 // no limits
+	h.fds[h.started[6].pgid] = 1 << 20
+	if r = run(s); len(h.started) != 7 || r.Replaced != "" {
+		t.Errorf("without limits: %d started, report %+v", len(h.started), r)
+	}
+	h.fds[h.started[6].pgid] = 40
+
 	// broken during the sample: it ended; it hung closing its context
-	b := h.started[4]
+	b := h.started[6]
 	s = h.spec("h2", 0, errors.New("load failed"))
 	s.Run = func(context.Context, *fakeBrowser, bool) error {
 		b.dead = errors.New("gone")
@@ -165,7 +195,7 @@ func TestPoolKeepsAndReplaces(t *testing.T) {
 		return &TimeoutError{Phase: "context close", After: contextCloseLimit}
 	}
 	rep, _ = p.Run(ctx, s)
-	if !strings.Contains(rep.Broken, "did not answer") || p.Len() != 0 || h.started[5].closed != 1 {
+	if !strings.Contains(rep.Broken, "did not answer") || p.Len() != 0 || h.started[7].closed != 1 {
 		t.Errorf("hung closing its context: report %+v, kept %d", rep, p.Len())
 	}
 	if w := rep.Warnings(); len(w) != 1 || !strings.HasPrefix(w[0], "browser failed during the sample and was closed: it did not answer") {

@@ -385,7 +385,9 @@ func (b *isolationBed) waitOpen(t *testing.T) []endpoint.ConnEvent {
 // sample (valid) carries a warning naming why; a browser that dies or
 // hangs during a sample fails that sample, whose warning says the browser
 // was closed; the next sample runs in a fresh browser (browser_age 1)
-// without a warning. No browser process or profile is left at the end.
+// without a warning. A request's memory and open-files limits
+// (browser_memory_limit, browser_files_limit) below what the browser
+// holds restart it before the sample, with a warning. No browser process or profile is left at the end.
 func TestChromiumRestarts(t *testing.T) {
 	requireChromiumCLI(t)
 	testRestarts(t, "chromium")
@@ -399,9 +401,16 @@ func TestFirefoxRestarts(t *testing.T) {
 func testRestarts(t *testing.T, client string) {
 	b := newIsolationBed(t, "delay 5ms")
 	small := isolationStep{plan.TestPage, model.ProtoH2, plan.ConnCold}
-	sample := func(name string, wantAge int, wantWarning string) {
+	limited := func(mem int64, files int) func(*workload.Request) {
+		return func(r *workload.Request) { r.BrowserMemoryLimit, r.BrowserFileLimit = mem, files }
+	}
+	sample := func(name string, wantAge int, wantWarning string, with ...func(*workload.Request)) {
 		t.Helper()
-		res := b.run(t, stepRequest(client, small))
+		req := stepRequest(client, small)
+		for _, f := range with {
+			f(&req)
+		}
+		res := b.run(t, req)
 		b.sampleEvents(t)
 		t.Logf("%s: %s %s; warnings %q; browser_age %v", name, res.Status, res.Error, res.Warnings, res.Metrics["browser_age"])
 		if res.Status != model.StatusOK {
@@ -438,6 +447,13 @@ func testRestarts(t *testing.T, client string) {
 	sample("after a kill", 1, "browser restarted before the sample: the previous browser had ended")
 	signal(syscall.SIGSTOP, false)
 	sample("after a stop", 1, "the previous browser did not answer within 3s")
+	// The plan's limits reach the agent: every browser holds more than
+	// 64 MiB and 64 open files, so each limit restarts it.
+	sample("kept again", 2, "")
+	sample("over a memory limit", 1, "after 2 samples, over the limit of 64 MB", limited(64<<20, 0))
+	sample("kept again", 2, "")
+	sample("over an open-files limit", 1, "open files (its ", limited(0, 64))
+	sample("under both limits", 2, "", limited(1<<40, 1<<20))
 
 	// During a sample: a page that takes seconds over 1 Mbit/s.
 	slow, err := spec.Parse("delay 5ms rate 1mbit")

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -28,6 +29,12 @@ const (
 	MaxBrowserMemoryLimit = 1 << 40
 )
 
+// Limits of browser_files_limit.
+const (
+	MinBrowserFileLimit = 64
+	MaxBrowserFileLimit = 1 << 20
+)
+
 // BrowserRestart returns the plan's browser_restart: BrowserRestartAuto
 // unless the plan says always. It enters the plan's Hash when always: a
 // fresh browser per sample measures (and costs) something else than a
@@ -46,7 +53,15 @@ func (p *Plan) BrowserRestart() string {
 // changes when browsers restart, not what a sample measures.
 func (p *Plan) BrowserMemoryLimit() int64 { return p.d.browserMemoryLimit }
 
-// browserFields decodes browser_restart and browser_memory_limit.
+// BrowserFileLimit returns the plan's browser_files_limit, or 0 when it
+// does not set one (the client agent's default then applies): a kept
+// browser whose processes hold more open files together is restarted
+// before its next sample. Not part of the plan's Hash, like
+// BrowserMemoryLimit.
+func (p *Plan) BrowserFileLimit() int { return int(p.d.browserFileLimit) }
+
+// browserFields decodes browser_restart, browser_memory_limit and
+// browser_files_limit.
 func (d *decoder) browserFields(f map[string]field, out *doc) {
 	if v, ok := f["browser_restart"]; ok {
 		if s, ok := d.str(v.val, "browser_restart"); ok {
@@ -60,6 +75,11 @@ func (d *decoder) browserFields(f map[string]field, out *doc) {
 	if v, ok := f["browser_memory_limit"]; ok {
 		if n, ok := d.size(v.val, "browser_memory_limit", MinBrowserMemoryLimit, MaxBrowserMemoryLimit); ok {
 			out.browserMemoryLimit = n
+		}
+	}
+	if v, ok := f["browser_files_limit"]; ok {
+		if n, ok := d.integer(v.val, "browser_files_limit", MinBrowserFileLimit, MaxBrowserFileLimit); ok {
+			out.browserFileLimit = n
 		}
 	}
 }
@@ -89,5 +109,8 @@ func (d *doc) renderBrowser(top mapBuilder) {
 	}
 	if d.browserMemoryLimit > 0 {
 		top.add("browser_memory_limit", scalar(FormatSize(d.browserMemoryLimit)))
+	}
+	if d.browserFileLimit > 0 {
+		top.add("browser_files_limit", scalar(strconv.FormatInt(d.browserFileLimit, 10)))
 	}
 }

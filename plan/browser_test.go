@@ -7,8 +7,8 @@ import (
 
 // browser_restart: always enters the hash (a fresh browser per sample
 // measures something else than a fresh context), auto is the default and
-// hashes as the field's absence; browser_memory_limit is a size outside
-// the hash. Both survive the canonical rendering, and bad values are
+// hashes as the field's absence; browser_memory_limit (a size) and
+// browser_files_limit (a count) are outside the hash. Both survive the canonical rendering, and bad values are
 // refused with the field's name.
 func TestBrowserFields(t *testing.T) {
 	const base = "name: h\nclient: chromium\nscenarios:\n  - name: s\ntests:\n  - test: page\n"
@@ -30,14 +30,18 @@ func TestBrowserFields(t *testing.T) {
 	if def.BrowserMemoryLimit() != 0 || limit.BrowserMemoryLimit() != 1500e6 || limit.Hash() != def.Hash() {
 		t.Errorf("BrowserMemoryLimit: %d, %d (hash changed: %v)", def.BrowserMemoryLimit(), limit.BrowserMemoryLimit(), limit.Hash() != def.Hash())
 	}
-	both := parse("browser_restart: always\nbrowser_memory_limit: 2GB\n")
+	files := parse("browser_files_limit: 4096\n")
+	if def.BrowserFileLimit() != 0 || files.BrowserFileLimit() != 4096 || files.Hash() != def.Hash() {
+		t.Errorf("BrowserFileLimit: %d, %d (hash changed: %v)", def.BrowserFileLimit(), files.BrowserFileLimit(), files.Hash() != def.Hash())
+	}
+	both := parse("browser_restart: always\nbrowser_memory_limit: 2GB\nbrowser_files_limit: 3000\n")
 	both.Description = "changed" // forces the canonical rendering
 	back, err := Parse("r.yaml", both.YAML())
 	if err != nil {
 		t.Fatalf("rendered plan: %v\n%s", err, both.YAML())
 	}
-	if back.BrowserRestart() != BrowserRestartAlways || back.BrowserMemoryLimit() != 2e9 || back.Hash() != both.Hash() {
-		t.Errorf("rendered: restart %q, limit %d\n%s", back.BrowserRestart(), back.BrowserMemoryLimit(), both.YAML())
+	if back.BrowserRestart() != BrowserRestartAlways || back.BrowserMemoryLimit() != 2e9 || back.BrowserFileLimit() != 3000 || back.Hash() != both.Hash() {
+		t.Errorf("rendered: restart %q, limits %d, %d\n%s", back.BrowserRestart(), back.BrowserMemoryLimit(), back.BrowserFileLimit(), both.YAML())
 	}
 	for extra, want := range map[string]string{
 		"browser_restart: sometimes\n":  `browser_restart: "sometimes": expected one of auto, always`,
@@ -46,6 +50,9 @@ func TestBrowserFields(t *testing.T) {
 		"browser_memory_limit: lots\n":  "browser_memory_limit",
 		"browser_memory_limit: true\n":  "browser_memory_limit",
 		"browser_memory_limit: 9000T\n": "browser_memory_limit",
+		"browser_files_limit: 10\n":     `browser_files_limit: "10": out of range (allowed: 64..1048576)`,
+		"browser_files_limit: 2k\n":     `browser_files_limit: "2k": expected an integer (allowed: 64..1048576), got a string`,
+		"browser_files_limit: -5\n":     `browser_files_limit: "-5": out of range`,
 	} {
 		_, err := Parse("p.yaml", []byte(base+extra))
 		if err == nil || !strings.Contains(err.Error(), want) {

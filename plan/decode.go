@@ -49,6 +49,7 @@ type doc struct {
 	// browser clients (plan/browser.go): "" (auto) or "always"; bytes, 0 = the agent's default
 	browserRestart     string
 	browserMemoryLimit int64
+	browserFileLimit   int64 // 0 = the agent's default
 	// stacks are the contract stacks the plan declares (stacks:), their
 	// commands made absolute; declared in the registry (peers.Declare)
 	stacks        []*peers.Stack
@@ -132,7 +133,7 @@ func gridDimNames() []string {
 }
 
 var (
-	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "browser_restart", "browser_memory_limit", "stacks", "missing_bodies", "scenarios", "tests"}
+	topKeys   = []string{"name", "description", "seed", "iterations", "precision", "max_iterations", "min_effect", "parallel", "pin", "capture", "capture_snap", "capture_limit", "warmup", "protocols", "client", "server", "cc", "timeout", "browser_restart", "browser_memory_limit", "browser_files_limit", "stacks", "missing_bodies", "scenarios", "tests"}
 	namedKeys = []string{"name", "link", "up", "down", "trace", "competing"}
 	gridKeys  = []string{"name", "grid", "direction", "base", "competing"}
 	testKeys  = []string{"test", "iterations", "warmup", "protocols", "client", "server", "timeout", "scenarios", "params"}

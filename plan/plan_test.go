@@ -234,7 +234,7 @@ scenario:
   - name: a
 tests:
   - test: ttfb
-`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, stacks, missing_bodies, scenarios, tests)\n" +
+`, "plan.yaml:2:1: unknown key \"scenario\", did you mean \"scenarios\"? (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, browser_files_limit, stacks, missing_bodies, scenarios, tests)\n" +
 			"plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)"},
 		{"unknown param", `
 scenarios: [{name: a}]
@@ -420,7 +420,7 @@ tests: []
 `, `plan.yaml:3:8: tests: empty list: the plan would have zero cells (give at least one of tests)`},
 		{"not a mapping", `- a
 - b
-`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, stacks, missing_bodies, scenarios, tests, got a list`},
+`, `plan.yaml:1:1: expected a mapping with keys name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, browser_files_limit, stacks, missing_bodies, scenarios, tests, got a list`},
 		{"empty", ``, `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"comment only", "# nothing\n", `plan.yaml: empty plan (a plan needs at least scenarios and tests)`},
 		{"syntax", "scenarios: [\n", `plan.yaml:1: YAML syntax: did not find expected node content`},
@@ -433,7 +433,7 @@ tests: [{test: ttfb}]
 `, `plan.yaml:4:1: tests: duplicate key`},
 		{"no suggestion for a distant key", `
 base: &b {test: ttfb}
-`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, stacks, missing_bodies, scenarios, tests)
+`, `plan.yaml:2:1: unknown key "base" (allowed: name, description, seed, iterations, precision, max_iterations, min_effect, parallel, pin, capture, capture_snap, capture_limit, warmup, protocols, client, server, cc, timeout, browser_restart, browser_memory_limit, browser_files_limit, stacks, missing_bodies, scenarios, tests)
 plan.yaml:2:1: scenarios: missing (a plan needs at least one scenario, e.g. - name: baseline)
 plan.yaml:2:1: tests: missing (a plan needs at least one test, e.g. - test: ttfb)`},
 		{"merge key", `

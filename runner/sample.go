@@ -256,7 +256,7 @@ func (r *slot) sample(ctx context.Context, step Step) (*model.Sample, error) {
 		Test: c.Test, Protocol: c.Protocol, Client: c.Client, Params: params, CC: c.CC, QUICEvents: r.opts.QUICEvents,
 		Timeout:        r.plan.TimeoutFor(c),
 		LinkWait:       up.MaxWait() + down.MaxWait(),
-		BrowserRestart: r.plan.BrowserRestart(), BrowserMemoryLimit: r.plan.BrowserMemoryLimit(),
+		BrowserRestart: r.plan.BrowserRestart(), BrowserMemoryLimit: r.plan.BrowserMemoryLimit(), BrowserFileLimit: r.plan.BrowserFileLimit(),
 		Target: workload.Target{
 			Host: r.tb.Addr(netns.Server).String(), Port: info.Port, PlainPort: info.PlainPort,
 			CAPEM: info.CAPEM, SPKI: info.SPKI, DirSlash: dirSlash(c.ServerImpl()),

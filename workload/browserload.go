@@ -139,7 +139,7 @@ func (k *KeptBrowsers[B]) run(ctx context.Context, req Request, url string, f fu
 	var measureErr error
 	ran := false
 	rep, err := k.pool.Run(ctx, browser.SampleSpec[B]{
-		Key: key, Restart: restart, MemoryLimit: req.BrowserMemoryLimit,
+		Key: key, Restart: restart, MemoryLimit: req.BrowserMemoryLimit, FileLimit: req.BrowserFileLimit,
 		Start: func(ctx context.Context) (B, error) { return k.s.Start(ctx, req, url, StartTimeout(req)) },
 		Run: func(ctx context.Context, b B, fresh bool) error {
 			ran = true

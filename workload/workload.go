@@ -89,9 +89,12 @@ type Request struct {
 	// and gives each a fresh isolated context, "always" starts a fresh
 	// browser per sample. BrowserMemoryLimit is the plan's
 	// browser_memory_limit (bytes; 0 the default): a kept browser holding
-	// more is restarted before its next sample.
+	// more is restarted before its next sample. BrowserFileLimit is the
+	// plan's browser_files_limit (0 the default), the same for the open
+	// files of the browser's processes.
 	BrowserRestart     string `json:"browser_restart,omitempty"`
 	BrowserMemoryLimit int64  `json:"browser_memory_limit,omitempty"`
+	BrowserFileLimit   int    `json:"browser_files_limit,omitempty"`
 }
 
 // Result is what one sample measured on the client side. The runner adds
