@@ -80,8 +80,13 @@ func TestRunAdmittedStructure(t *testing.T) {
 			t.Errorf("figure %q: %s", f.Name, f.Status)
 		}
 	}
+	// the probe testbed's share of late packets: a share, of the one
+	// testbed that probed
+	if tbs := three.Phase.Testbeds; len(tbs) != 1 || !(tbs[0].LateOutPercent >= 0 && tbs[0].LateOutPercent <= 100) {
+		t.Errorf("3 testbeds: probe testbeds %+v, want one with a late share in 0..100%%", tbs)
+	}
 	var b strings.Builder
-	if err := rep.WriteTable(&b); err != nil || !strings.Contains(b.String(), "parallel testbeds at the admitted load") {
+	if err := rep.WriteTable(&b); err != nil || !strings.Contains(b.String(), "parallel testbeds at the admitted load") || !strings.Contains(b.String(), "late: the probe testbed's packets") {
 		t.Errorf("table: %v\n%s", err, b.String())
 	}
 	if held := heldNamespaces(t); len(held) > 0 {

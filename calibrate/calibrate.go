@@ -667,12 +667,14 @@ type outside struct {
 	devUp, devDown uint64
 	fwd            [2]forward.Stats
 	ovfl           [2]uint32
+	link           [2]emu.Counters // the pipelines' counters (LateOut)
 }
 
 func (r *run) outsideSnapshot() outside {
 	var o outside
 	o.devUp, o.devDown, _ = r.tb.DeviceDrops()
 	o.fwd[0], o.fwd[1] = r.tb.ForwarderStats()
+	o.link[0], o.link[1] = r.tb.Counters()
 	o.ovfl = [2]uint32{r.rx[0].ovfl, r.rx[1].ovfl}
 	return o
 }

@@ -63,6 +63,12 @@ type TestbedPhase struct {
 	// EmulatorLateMaxUs is the latest wake-up of the testbed's forwarding
 	// threads for a departure during the phase (package forward's figure).
 	EmulatorLateMaxUs float64 `json:"emulator_late_max_us"`
+	// LateOutPercent is the share of the packets the testbed's link
+	// delivered during the phase (both directions, probes and load) that
+	// its forwarder took out more than emu.LateThreshold after their
+	// departure time (emu.Counters.LateOut), in %: what a run's sample is
+	// warned about beyond 1% ("emulator late").
+	LateOutPercent float64 `json:"late_out_percent"`
 	// Failed names the testbed's judged figures of the phase (Run's delay,
 	// jitter, loss and reorder rules) outside their tolerance.
 	Failed []string `json:"failed,omitempty"`
@@ -343,8 +349,14 @@ func parallelPhase(runs []*run, loaded bool, say func(string, ...any)) (*Paralle
 			}
 			out.WorstP50Us = max(out.WorstP50Us, es.P50Us)
 		}
+		var late, delivered uint64
 		for dir := range 2 {
 			tp.EmulatorLateMaxUs = max(tp.EmulatorLateMaxUs, float64(p.after.fwd[dir].LateMaxNs)/1e3)
+			d := p.after.link[dir].Sub(p.before.link[dir])
+			late, delivered = late+d.LateOut, delivered+d.PacketsOut
+		}
+		if delivered > 0 {
+			tp.LateOutPercent = 100 * float64(late) / float64(delivered)
 		}
 		for _, f := range p.figures {
 			if f.Status == StatusFail {

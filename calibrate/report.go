@@ -144,23 +144,32 @@ func (r *Report) writeParallel(b *strings.Builder) {
 	tw.Flush()
 }
 
+// probeLate is the probe testbed's LateOutPercent in an admitted phase
+// (its only testbed).
+func probeLate(ph ParallelPhase) float64 {
+	if len(ph.Testbeds) == 0 {
+		return 0
+	}
+	return ph.Testbeds[0].LateOutPercent
+}
+
 // writeAdmitted writes RunAdmitted's summary: one line per number of
 // testbeds.
 func (r *Report) writeAdmitted(b *strings.Builder) {
-	fmt.Fprintf(b, "\nparallel testbeds at the admitted load: the probe testbed's per-packet delay error (measured - model), us, targets p50 <= %d, p99 <= %d, while the others carry bulk downloads (QUIC and TLS in turn) as the admission rule admits them; load in CPUs (predicted: plan.CellLoad; measured: the transfers' processes' CPU x %.1f); machine: CPU busy (all CPUs), timer baseline held back >150 us (%% of the phase) and latest wake-up (us)\n",
+	fmt.Fprintf(b, "\nparallel testbeds at the admitted load: the probe testbed's per-packet delay error (measured - model), us, targets p50 <= %d, p99 <= %d, while the others carry bulk downloads (QUIC and TLS in turn) as the admission rule admits them; load in CPUs (predicted: plan.CellLoad; measured: the transfers' processes' CPU x %.1f); machine: CPU busy (all CPUs), timer baseline held back >150 us (%% of the phase) and latest wake-up (us); late: the probe testbed's packets its emulator sent more than 150 us after their time (%% of those delivered; a run warns about a sample above 1%%)\n",
 		TolDelayP50.Microseconds(), TolDelayP99.Microseconds(), plan.EndpointLoadFactor)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "testbeds\tloaded (QUIC/TLS)\tload predicted\tmeasured\tbudget\tgoodput/testbed\tprobes\tp50\tp99\tmax\tCPU busy\theld back\tlate max\tfloor p50/p99\tMB/testbed\tfds/testbed\tthreads/testbed\tresult")
+	fmt.Fprintln(tw, "testbeds\tloaded (QUIC/TLS)\tload predicted\tmeasured\tbudget\tgoodput/testbed\tprobes\tp50\tp99\tmax\tCPU busy\theld back\tlate max\tlate\tfloor p50/p99\tMB/testbed\tfds/testbed\tthreads/testbed\tresult")
 	for _, a := range r.Admitted {
 		ph := a.Phase
 		res := "ok"
 		if !a.OK {
 			res = StatusFail
 		}
-		fmt.Fprintf(tw, "%d\t%d (%d/%d)\t%.2f\t%.2f\t%.2f\t%.2f Mbit/s\t%d\t%.1f\t%.1f\t%.0f\t%.0f%%\t%.2f%%\t%.0f\t%.1f/%.1f\t%.1f\t%.1f\t%.1f\t%s\n",
+		fmt.Fprintf(tw, "%d\t%d (%d/%d)\t%.2f\t%.2f\t%.2f\t%.2f Mbit/s\t%d\t%.1f\t%.1f\t%.0f\t%.0f%%\t%.2f%%\t%.0f\t%.2f%%\t%.1f/%.1f\t%.1f\t%.1f\t%.1f\t%s\n",
 			a.Testbeds, a.Loaded, a.QUIC, a.TLS, a.PredictedCPU, a.MeasuredCPU, a.Budget, a.GoodputMbps, ph.Pooled.Probes,
 			ph.Pooled.P50Us, ph.Pooled.P99Us, ph.Pooled.MaxUs, ph.CPUBusyPercent, ph.MachineHeldBackPercent, ph.MachineLateMaxUs,
-			ph.FloorP50Us, ph.FloorP99Us, a.MemPerTestbedMB, a.FDsPerTestbed, a.ThreadsPerTestbed, res)
+			probeLate(ph), ph.FloorP50Us, ph.FloorP99Us, a.MemPerTestbedMB, a.FDsPerTestbed, a.ThreadsPerTestbed, res)
 	}
 	tw.Flush()
 }

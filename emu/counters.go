@@ -31,7 +31,17 @@ type Counters struct {
 	// so that PacketsIn + Duplicated = PacketsOut + every Drop* except
 	// DropCorrupt + the packets still held.
 	DropFlush uint64
+	// LateOut counts delivered packets that the driver took out of the
+	// link more than LateThreshold after their departure time: the
+	// machine held the forwarding thread back, so these packets took
+	// longer than the link prescribes. A driver in virtual time (the
+	// model replays, the tests) is never late.
+	LateOut uint64
 }
+
+// LateThreshold is how late a departure may be before Counters.LateOut
+// counts it: the emulator's p99 delay-error target (docs/performance.md).
+const LateThreshold Time = 150_000
 
 // Sub returns c - prev for the cumulative fields; QueueDelayMaxNs is c's.
 func (c Counters) Sub(prev Counters) Counters {
@@ -50,6 +60,7 @@ func (c Counters) Sub(prev Counters) Counters {
 		QueueDelaySumNs: c.QueueDelaySumNs - prev.QueueDelaySumNs,
 		QueueDelayMaxNs: c.QueueDelayMaxNs,
 		DropFlush:       c.DropFlush - prev.DropFlush,
+		LateOut:         c.LateOut - prev.LateOut,
 	}
 }
 

@@ -112,11 +112,11 @@ func TestPoolGetPutDoesNotAllocate(t *testing.T) {
 
 func TestCountersSub(t *testing.T) {
 	a := Counters{PacketsIn: 10, BytesIn: 100, PacketsOut: 8, BytesOut: 80, DropLoss: 1, DropQueue: 1,
-		DropCorrupt: 2, DropOff: 3, Duplicated: 4, Reordered: 5, QueueDelaySumNs: 600, QueueDelayMaxNs: 90, DropFlush: 7}
+		DropCorrupt: 2, DropOff: 3, Duplicated: 4, Reordered: 5, QueueDelaySumNs: 600, QueueDelayMaxNs: 90, DropFlush: 7, LateOut: 9}
 	b := Counters{PacketsIn: 4, BytesIn: 40, PacketsOut: 3, BytesOut: 30, DropLoss: 1, DropQueue: 0,
-		DropCorrupt: 1, DropOff: 1, Duplicated: 1, Reordered: 2, QueueDelaySumNs: 100, QueueDelayMaxNs: 95, DropFlush: 2}
+		DropCorrupt: 1, DropOff: 1, Duplicated: 1, Reordered: 2, QueueDelaySumNs: 100, QueueDelayMaxNs: 95, DropFlush: 2, LateOut: 4}
 	want := Counters{PacketsIn: 6, BytesIn: 60, PacketsOut: 5, BytesOut: 50, DropLoss: 0, DropQueue: 1,
-		DropCorrupt: 1, DropOff: 2, Duplicated: 3, Reordered: 3, QueueDelaySumNs: 500, QueueDelayMaxNs: 90, DropFlush: 5}
+		DropCorrupt: 1, DropOff: 2, Duplicated: 3, Reordered: 3, QueueDelaySumNs: 500, QueueDelayMaxNs: 90, DropFlush: 5, LateOut: 5}
 	if got := a.Sub(b); got != want {
 		t.Fatalf("Sub = %+v\nwant %+v", got, want)
 	}

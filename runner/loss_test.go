@@ -69,3 +69,25 @@ func TestLossAnomaly(t *testing.T) {
 		}
 	}
 }
+
+// TestLateDepartures: a sample whose emulator took more than 1% of its
+// packets (both directions together) out of the link later than the
+// threshold is flagged with the counts; 1% or less, or none late, is not.
+func TestLateDepartures(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		up, down emu.Counters
+		want     string
+	}{
+		{"none late", emu.Counters{PacketsOut: 500}, emu.Counters{PacketsOut: 9500}, ""},
+		{"1% late", emu.Counters{PacketsOut: 500, LateOut: 50}, emu.Counters{PacketsOut: 9500, LateOut: 50}, ""},
+		{"over 1%", emu.Counters{PacketsOut: 500}, emu.Counters{PacketsOut: 9500, LateOut: 101}, "emulator late: 101 of 10000 packets (1.0%) left the link more than 150 us after their departure time"},
+		{"one of a few", emu.Counters{PacketsOut: 5, LateOut: 1}, emu.Counters{PacketsOut: 5}, "1 of 10 packets (10.0%)"},
+		{"no packets", emu.Counters{}, emu.Counters{}, ""},
+	} {
+		got := lateDepartures(c.up, c.down)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -22,6 +22,11 @@ const (
 	// clockSkew flags a sample during which the wall clock and the
 	// monotonic clock disagreed by more than this (NTP step, suspend).
 	clockSkew = 5 * time.Millisecond
+	// lateShare flags a sample whose emulator took more than this share
+	// of its packets (both directions) out of the link later than
+	// emu.LateThreshold after their departure time: the p99 of its
+	// delay error then misses the target (docs/performance.md).
+	lateShare = 0.01
 )
 
 // warnings checks a sample s of cell c, over links up and down, with the
@@ -208,9 +213,26 @@ func validity(c *model.Cell, up, down spec.Link, s *model.Sample, res *workload.
 	if m := lossAnomaly("down", down.Loss, s.LinkDown); m != "" {
 		w = append(w, m)
 	}
+	if m := lateDepartures(s.LinkUp, s.LinkDown); m != "" {
+		w = append(w, m)
+	}
 	// The congestion control of the TCP connections is checked by recordCC
 	// (ccwatch.go): a sample that ran another one than the cell's is invalid.
 	return w
+}
+
+// lateDepartures says when the emulator took more than lateShare of a
+// sample's packets out of the link later than emu.LateThreshold after
+// their departure time (Counters.LateOut): the forwarding threads were
+// held back (a machine short of CPU, or a hypervisor), and those packets
+// took longer than the link prescribes. "" when it did not.
+func lateDepartures(up, down emu.Counters) string {
+	late, out := up.LateOut+down.LateOut, up.PacketsOut+down.PacketsOut
+	if late == 0 || float64(late) <= lateShare*float64(out) {
+		return ""
+	}
+	return fmt.Sprintf("emulator late: %d of %d packets (%.1f%%) left the link more than %d us after their departure time: the machine held the forwarding threads back, so these packets took longer than the link prescribes",
+		late, out, 100*float64(late)/float64(out), emu.LateThreshold/1000)
 }
 
 // Loss fidelity check.

@@ -415,6 +415,9 @@ func (p *Pipeline) Dequeue(now emu.Time) *emu.Packet {
 	}
 	p.c.PacketsOut++
 	p.c.BytesOut += uint64(x.size)
+	if now-x.out > emu.LateThreshold {
+		p.c.LateOut++
+	}
 	if x.seq+1 < p.maxSeqOut {
 		p.c.Reordered++
 		m |= MarkReordered

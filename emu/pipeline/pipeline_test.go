@@ -100,6 +100,35 @@ func TestTimeGoingBackIsClamped(t *testing.T) {
 	}
 }
 
+// TestLateOut: a packet taken out of the link more than LateThreshold
+// after its departure time counts as late, one taken at its time or up
+// to the threshold after it does not; a driver in virtual time, taking
+// every packet at NextDeadline, is never late.
+func TestLateOut(t *testing.T) {
+	p, pool := build(t, "delay 10ms", 1)
+	for i, at := range []emu.Time{0, 1 * ms, 2 * ms} {
+		p.Enqueue(at, mkpkt(t, pool, uint64(i), 100))
+	}
+	for _, at := range []emu.Time{10 * ms, 11*ms + emu.LateThreshold, 12*ms + emu.LateThreshold + 1} {
+		pkt := p.Dequeue(at)
+		if pkt == nil {
+			t.Fatalf("nothing due at %v", at)
+		}
+		pool.Put(pkt)
+	}
+	p.NextDeadline() // publishes the counters, as a driver about to sleep does
+	if c := p.Counters(); c.PacketsOut != 3 || c.LateOut != 1 {
+		t.Errorf("PacketsOut %d, LateOut %d; want 3 and 1 (the last packet, 1 ns past the threshold)", c.PacketsOut, c.LateOut)
+	}
+	for _, s := range mixedSpecs {
+		p, pool := build(t, s, 9)
+		drive(t, p, pool, randomTraffic(2000, 3), false)
+		if c := p.Counters(); c.LateOut != 0 || c.PacketsOut == 0 {
+			t.Errorf("%q in virtual time: %d of %d packets late", s, c.LateOut, c.PacketsOut)
+		}
+	}
+}
+
 func TestNilPacketAndNilPool(t *testing.T) {
 	p, _ := build(t, "delay 1ms", 1)
 	p.Enqueue(0, nil)
