@@ -27,6 +27,36 @@ func TestOverheadIncludesStoring(t *testing.T) {
 	}
 }
 
+// A testbed that waits between its blocks (idle, then start) does not
+// charge the wait to the next block's first sample, which still carries
+// the storing of the block's last sample.
+func TestOverheadLeavesOutIdle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := overheadMeter{now: func() time.Time { return now }}
+	m.idle() // before any sample: nothing to leave out
+	m.start()
+	now = now.Add(9 * time.Second)
+	if got := m.storing(8 * time.Second); got != time.Second {
+		t.Fatalf("first sample: overhead %v, want 1s", got)
+	}
+	// storing takes 1 s, then the block ends and the testbed waits 47 s
+	now = now.Add(time.Second)
+	m.idle()
+	now = now.Add(47 * time.Second)
+	m.start()
+	now = now.Add(10 * time.Second)
+	if got := m.storing(8 * time.Second); got != 3*time.Second {
+		t.Fatalf("after an idle wait: overhead %v, want 3s (1s storing the previous + 2s around the measurement, not the 47s wait)", got)
+	}
+	// the next sample of the block: no idle, nothing left out
+	now = now.Add(time.Second)
+	m.start()
+	now = now.Add(9 * time.Second)
+	if got := m.storing(8 * time.Second); got != 2*time.Second {
+		t.Fatalf("next sample: overhead %v, want 2s", got)
+	}
+}
+
 // The preparation the client reports is stored as it is, but never as more
 // than the overhead leaves beside the drain, nor as less than 0.
 func TestOverheadPrepPart(t *testing.T) {

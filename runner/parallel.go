@@ -452,7 +452,10 @@ func (d *dispatch) browserSlots() int {
 // dispatch, then the block's end.
 func (d *dispatch) take(ctx context.Context, t *slot, b *block, events chan<- event) {
 	last := b.steps[len(b.steps)-1]
-	defer func() { events <- event{slot: t, step: last, end: true} }()
+	defer func() {
+		t.overhead.idle()
+		events <- event{slot: t, step: last, end: true}
+	}()
 	for _, step := range b.steps {
 		if ctx.Err() != nil || d.stop.Load() || !d.admitSample() {
 			return

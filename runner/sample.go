@@ -488,10 +488,12 @@ func prepPart(reported, overhead, drain time.Duration) time.Duration {
 // one, minus the measured part. A sample cannot contain its own storing
 // (its overhead is stored with it), so it carries the previous sample's:
 // over a run every transaction but the last is counted, and nothing
-// between samples is left out.
+// between samples is left out, except the time a testbed of a parallel
+// run waits between its blocks (idle until the next start).
 type overheadMeter struct {
-	now  func() time.Time // time.Now when nil
-	from time.Time        // start of storing the previous sample
+	now    func() time.Time // time.Now when nil
+	from   time.Time        // start of storing the previous sample
+	idleAt time.Time        // when the testbed went idle; zero while busy
 }
 
 func (m *overheadMeter) clock() time.Time {
@@ -502,10 +504,24 @@ func (m *overheadMeter) clock() time.Time {
 }
 
 // start marks the start of the runner's work on a sample; it only counts
-// for the first sample (afterwards the previous storing is the start).
+// for the first sample (afterwards the previous storing is the start)
+// and after idle, whose wait it takes out of the interval.
 func (m *overheadMeter) start() {
-	if m.from.IsZero() {
+	switch {
+	case m.from.IsZero():
 		m.from = m.clock()
+	case !m.idleAt.IsZero():
+		m.from = m.from.Add(m.clock().Sub(m.idleAt))
+		m.idleAt = time.Time{}
+	}
+}
+
+// idle marks the testbed idle after a block's last sample was stored: the
+// wait until the next block's first sample is not that sample's overhead
+// (a testbed of a parallel run may wait minutes for the admission rule).
+func (m *overheadMeter) idle() {
+	if !m.from.IsZero() {
+		m.idleAt = m.clock()
 	}
 }
 
