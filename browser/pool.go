@@ -191,17 +191,18 @@ func (r SampleReport) Warnings() []string {
 }
 
 // Run takes one sample. It first closes the kept browsers unused for
-// IdleClose. With RestartAlways it starts a browser, runs the
-// sample in it and closes it, as a browser per sample always did. With
-// RestartAuto it takes the kept browser of spec.Key, after checking that
-// it still runs (Alive), answers within PingLimit (Ping) and holds at most
-// spec.MemoryLimit and spec.FileLimit open files, and otherwise closes it and starts a new one (the
-// report's Replaced says why); it starts one when none is kept, closing
-// the least recently used browser when MaxBrowsers are kept. After the
-// sample, a browser that ended or hung (spec.Run's error holds a
-// *TimeoutError of phase "context" or "context close", or, after any
-// other error, the browser does not answer a Ping within PingLimit) is
-// closed and the report's Broken says why. The error is that of spec.Start or spec.Run.
+// IdleClose. With RestartAlways it starts a browser, runs the sample in it
+// and closes it, as a browser per sample always did. With RestartAuto it
+// takes the kept browser of spec.Key, after checking that it still runs
+// (Alive), answers within PingLimit (Ping) and holds at most
+// spec.MemoryLimit of memory and spec.FileLimit open files, and otherwise
+// closes it and starts a new one (the report's Replaced says why); it
+// starts one when none is kept, closing the least recently used browser
+// when MaxBrowsers are kept. After the sample, a browser that ended or
+// hung (spec.Run's error holds a *TimeoutError of phase "context" or
+// "context close", or, after any other error, the browser does not answer
+// a Ping within PingLimit) is closed and the report's Broken says why. The
+// error is that of spec.Start or spec.Run.
 func (p *Pool[B]) Run(ctx context.Context, spec SampleSpec[B]) (SampleReport, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/quicbench/quicbench/emu"
 	"github.com/quicbench/quicbench/plan"
 )
 
@@ -156,8 +157,8 @@ func probeLate(ph ParallelPhase) float64 {
 // writeAdmitted writes RunAdmitted's summary: one line per number of
 // testbeds.
 func (r *Report) writeAdmitted(b *strings.Builder) {
-	fmt.Fprintf(b, "\nparallel testbeds at the admitted load: the probe testbed's per-packet delay error (measured - model), us, targets p50 <= %d, p99 <= %d, while the others carry bulk downloads (QUIC and TLS in turn) as the admission rule admits them; load in CPUs (predicted: plan.CellLoad; measured: the transfers' processes' CPU x %.1f); machine: CPU busy (all CPUs), timer baseline held back >150 us (%% of the phase) and latest wake-up (us); late: the probe testbed's packets its emulator sent more than 150 us after their time (%% of those delivered; a run warns about a sample above 1%%)\n",
-		TolDelayP50.Microseconds(), TolDelayP99.Microseconds(), plan.EndpointLoadFactor)
+	fmt.Fprintf(b, "\nparallel testbeds at the admitted load: the probe testbed's per-packet delay error (measured - model), us, targets p50 <= %d, p99 <= %d, while the others carry bulk downloads (QUIC and TLS in turn) as the admission rule admits them; load in CPUs (predicted: plan.CellLoad; measured: the transfers' processes' CPU x %.1f); machine: CPU busy (all CPUs), timer baseline held back >150 us (%% of the phase) and latest wake-up (us); late: the probe testbed's packets its emulator sent more than %d us after their time (%% of those delivered; a run warns about a sample above 1%%)\n",
+		TolDelayP50.Microseconds(), TolDelayP99.Microseconds(), plan.EndpointLoadFactor, emu.LateThreshold/1000)
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "testbeds\tloaded (QUIC/TLS)\tload predicted\tmeasured\tbudget\tgoodput/testbed\tprobes\tp50\tp99\tmax\tCPU busy\theld back\tlate max\tlate\tfloor p50/p99\tMB/testbed\tfds/testbed\tthreads/testbed\tresult")
 	for _, a := range r.Admitted {
